@@ -1,0 +1,84 @@
+"""Build the RegionMap of the selected inferior: live process, core file or remote."""
+
+import re
+from typing import List, Optional, Tuple
+
+import gdb
+
+from ..model import Region
+from ..regions import Mapping, RegionMap
+from ..regions.corefile import read_core_mappings
+from ..regions.jit_interface import read_jit_interface
+from ..regions.perfmap import read_perf_map
+from ..regions.procmaps import read_proc_maps
+from .memory import GdbMemory
+
+_CORE_LINE = re.compile(r"Local core dump file:\s*\n\s*`(.+?)', file type")
+
+
+def connection_type(inferior) -> str:
+    connection = getattr(inferior, "connection", None)
+    return connection.type if connection is not None else ""
+
+
+def core_file_path(inferior) -> Optional[str]:
+    corefile = getattr(inferior, "corefile", None)  # GDB 17+
+    if corefile is not None:
+        return corefile.filename
+    match = _CORE_LINE.search(gdb.execute("info target", to_string=True))
+    return match.group(1) if match else None
+
+
+def _remote_mappings() -> List[Mapping]:
+    """Parse ``info proc mappings`` for targets we cannot read /proc of directly."""
+    try:
+        text = gdb.execute("info proc mappings", to_string=True)
+    except gdb.error:
+        return []
+    mappings = []
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) >= 5 and fields[0].startswith("0x") and fields[1].startswith("0x"):
+            perms = next((f for f in fields[4:5] if re.fullmatch(r"[r-][w-][x-][ps]", f)), None)
+            if perms is None:
+                continue
+            path = " ".join(fields[5:]) if len(fields) > 5 else ""
+            mappings.append(Mapping(int(fields[0], 16), int(fields[1], 16), perms, path))
+    return mappings
+
+
+def _mappings(inferior) -> Tuple[List[Mapping], List[int], str]:
+    """Mappings, starts of anonymous executable mappings that are not JIT code, and a
+    problem description ("" when fine)."""
+    kind = connection_type(inferior)
+    if kind == "core":
+        path = core_file_path(inferior)
+        if not path:
+            return [], [], "cannot tell which core file is loaded"
+        try:
+            mappings, vdso = read_core_mappings(path)
+        except ImportError:
+            return [], [], "pyelftools is not installed; cannot read the core's segments"
+        except Exception as error:  # a truncated or foreign core
+            return [], [], f"cannot read core file {path}: {error}"
+        return mappings, [vdso] if vdso else [], ""
+    if kind == "native":
+        return read_proc_maps(inferior.pid), [], ""
+    return _remote_mappings(), [], ""
+
+
+def _jit_interface_regions() -> List[Region]:
+    try:
+        descriptor = int(gdb.parse_and_eval("(unsigned long)&__jit_debug_descriptor"))
+    except gdb.error:
+        return []
+    return read_jit_interface(GdbMemory(), descriptor)
+
+
+def build_region_map(inferior) -> Tuple[RegionMap, str]:
+    if inferior.pid <= 0:
+        return RegionMap(), "no process"
+    mappings, not_jit, problem = _mappings(inferior)
+    return RegionMap(mappings, read_perf_map(inferior.pid), _jit_interface_regions(),
+                     not_jit), problem
+

@@ -1,0 +1,98 @@
+"""Name JIT frames in ``bt`` (and DAP stack traces) and say how they were unwound.
+
+The filter is enabled only while the process has JIT code: with no enabled filter GDB
+prints frames natively, which is faster, so processes without JIT pay nothing.
+"""
+
+import gdb
+from gdb.FrameDecorator import FrameDecorator
+
+from ..naming import describe_unwind, jit_frame_name
+from .settings import debug_log, show_method
+from .state import STATE
+
+
+class JitFrameDecorator(FrameDecorator):
+    def __init__(self, base, name: str):
+        super().__init__(base)
+        self._name = name
+
+    def function(self):
+        return self._name
+
+
+def _base_name(decorator) -> str:
+    name = decorator.function()
+    if isinstance(name, int):
+        return f"{name:#x}"
+    return name or "??"
+
+
+def decorate(decorator):
+    try:
+        return _decorate(decorator)
+    except Exception as error:  # never lose a frame over a naming problem
+        debug_log(f"frame filter error: {error!r}")
+        return decorator
+
+
+def _decorate(decorator):
+    frame = decorator.inferior_frame()
+    pc = frame.pc()
+    regions = STATE.regions()
+    innermost = frame.level() == 0
+    name = jit_frame_name(regions, pc, innermost)
+    guessed = STATE.guessed.get(pc)
+    if name is None and not guessed:
+        return decorator
+    sp = _sp(frame)
+    parts = [name if name is not None else _base_name(decorator)]
+    if guessed and sp in guessed:
+        parts.append("[guess: found by stack scan]")
+    unwound = STATE.unwound.get((pc, sp))
+    if unwound is not None:
+        suffix = describe_unwind(unwound, show_method())
+        if suffix:
+            parts.append(suffix)
+    return JitFrameDecorator(decorator, " ".join(parts))
+
+
+class JitFrameFilter:
+    """Frame filter "jit-unwind": names JIT frames, marks guesses."""
+
+    name = "jit-unwind"
+    priority = 100
+
+    def __init__(self):
+        self._enabled = True
+
+    @property
+    def enabled(self):
+        if not self._enabled:
+            return False
+        try:
+            return STATE.regions().has_jit()
+        except Exception:
+            return False
+
+    @enabled.setter
+    def enabled(self, value):  # "enable/disable frame-filter" sets this
+        self._enabled = bool(value)
+
+    def filter(self, frame_iter):
+        return map(decorate, _until_walk_ends(frame_iter))
+
+
+def _until_walk_ends(frame_iter):
+    """Frames up to one whose unwind ended the walk on purpose; the zero-pc frame that
+    follows it on GDB 13 is not a frame of the program."""
+    for decorator in frame_iter:
+        yield decorator
+        frame = decorator.inferior_frame()
+        unwound = STATE.unwound.get((frame.pc(), _sp(frame))) if STATE.unwound else None
+        if unwound is not None and unwound.ends_walk:
+            return
+
+
+def _sp(frame) -> int:
+    return int(frame.read_register("rsp"))

@@ -1,0 +1,25 @@
+"""Register everything with GDB once."""
+
+import gdb
+
+from .commands import InfoJitRegions
+from .frame_filter import JitFrameFilter
+from .settings import register_settings
+from .state import STATE
+from .unwinder import JitUnwinder
+
+_installed = False
+
+
+def install() -> None:
+    """Register the unwinder, frame filter, commands and settings (idempotent)."""
+    global _installed
+    if _installed:
+        return
+    register_settings()
+    InfoJitRegions()
+    STATE.connect()
+    gdb.unwinder.register_unwinder(None, JitUnwinder(), replace=True)
+    frame_filter = JitFrameFilter()
+    gdb.frame_filters[frame_filter.name] = frame_filter
+    _installed = True

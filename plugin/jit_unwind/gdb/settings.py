@@ -1,0 +1,64 @@
+"""``set/show jit-unwind …`` settings and the debug log."""
+
+import gdb
+
+
+class _Prefix(gdb.Command):
+    def __init__(self, verb: str, doc: str):
+        self.__doc__ = doc
+        super().__init__(f"{verb} jit-unwind", gdb.COMMAND_STACK, gdb.COMPLETE_NONE, True)
+
+
+class ShowMethod(gdb.Parameter):
+    """Whether backtraces say how each JIT frame's caller was found.
+
+When on, JIT frames carry a suffix such as "[via frame-pointer]" naming the strategy
+that unwound them: prologue, prologue-search, frame-pointer, entry-record or stack-scan.
+Callers found by the stack scan are always marked as a guess."""
+
+    set_doc = "Set whether backtraces show how each JIT frame was unwound."
+    show_doc = "Show whether backtraces show how each JIT frame was unwound."
+
+    def __init__(self):
+        super().__init__("jit-unwind show-method", gdb.COMMAND_STACK, gdb.PARAM_BOOLEAN)
+        self.value = False
+
+    def get_show_string(self, value):
+        return f"Showing how JIT frames were unwound is {value}."
+
+
+class Debug(gdb.Parameter):
+    """Whether jit-unwind prints what its unwinder decides for each JIT frame.
+
+Meant for bug reports: one line per JIT frame per backtrace."""
+
+    set_doc = "Set whether jit-unwind prints debugging messages."
+    show_doc = "Show whether jit-unwind prints debugging messages."
+
+    def __init__(self):
+        super().__init__("jit-unwind debug", gdb.COMMAND_MAINTENANCE, gdb.PARAM_BOOLEAN)
+        self.value = False
+
+    def get_show_string(self, value):
+        return f"jit-unwind debugging messages are {value}."
+
+
+_parameters = {}
+
+
+def register_settings() -> None:
+    _Prefix("set", "Settings of jit-unwind, which unwinds and names JIT frames.")
+    _Prefix("show", "Show settings of jit-unwind, which unwinds and names JIT frames.")
+    _parameters["show-method"] = ShowMethod()
+    _parameters["debug"] = Debug()
+
+
+def show_method() -> bool:
+    parameter = _parameters.get("show-method")
+    return bool(parameter is not None and parameter.value)
+
+
+def debug_log(message: str) -> None:
+    parameter = _parameters.get("debug")
+    if parameter is not None and parameter.value:
+        gdb.write(f"jit-unwind: {message}\n")

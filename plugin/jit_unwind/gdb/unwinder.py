@@ -1,0 +1,106 @@
+"""The GDB unwinder: hands JIT frames to the core's strategies, nothing else.
+
+Its fast path matters more than anything here: GDB asks every Python unwinder about
+every frame, so for a pc outside JIT code we return None after one register read and a
+binary search.
+"""
+
+import re
+
+import gdb
+from gdb.unwinder import Unwinder
+
+from ..unwind import UnwindContext, unwind_jit_frame
+from .memory import GdbMemory
+from .settings import debug_log
+from .state import STATE
+
+X86_64 = "i386:x86-64"
+_INFO_SYMBOL = re.compile(r"^\S+(?: \+ (\d+))? in section ")
+
+
+def native_function_start(address: int):
+    """Start of the symbol holding ``address`` (minimal symbols suffice); rare path."""
+    text = gdb.execute(f"info symbol {address:#x}", to_string=True)
+    match = _INFO_SYMBOL.match(text)
+    if match is None:
+        return None
+    return address - int(match.group(1) or 0)
+
+
+class _FrameId:
+    """GDB 13's frame id: any object with ``sp`` and ``pc`` gdb.Values."""
+
+    def __init__(self, sp, pc):
+        self.sp = sp
+        self.pc = pc
+
+
+class JitUnwinder(Unwinder):
+    def __init__(self):
+        super().__init__("jit-unwind")
+        self._memory = GdbMemory()
+        self._has_pc = hasattr(gdb.PendingFrame, "pc")
+        self._frame_id_class = getattr(gdb.unwinder, "FrameId", None)
+        self._u64 = None
+
+    def __call__(self, pending_frame):
+        try:
+            return self._unwind(pending_frame)
+        except Exception as error:  # never break the debugger's own unwinding
+            debug_log(f"unwinder error: {error!r}")
+            return None
+
+    def _value(self, arch, number: int):
+        if self._u64 is None:
+            self._u64 = arch.integer_type(64, False)
+        return gdb.Value(number).cast(self._u64)
+
+    def _unwind(self, pending_frame):
+        if self._has_pc:
+            pc = pending_frame.pc()
+        else:
+            pc = int(pending_frame.read_register("rip"))
+        regions = STATE.regions()
+        if not regions.has_jit():
+            return None
+        level = pending_frame.level()
+        innermost = level == 0
+        lookup = pc if innermost else pc - 1
+        if regions.jit_region_at(lookup) is None or regions.is_registered(lookup):
+            return None
+        arch = pending_frame.architecture()
+        if arch.name() != X86_64:
+            return None
+        sp = int(pending_frame.read_register("rsp"))
+
+        def read_register(name):
+            return int(pending_frame.read_register(name))
+
+        ctx = UnwindContext(pc, sp, self._memory, regions, read_register, innermost,
+                            native_function_start)
+        result = unwind_jit_frame(ctx)
+        STATE.record(pc, sp, result)
+        debug_log(f"frame #{level} pc={pc:#x} sp={sp:#x}: {result}")
+
+        id_sp = result.cfa if result.cfa is not None else sp
+        id_pc = result.frame_start if result.frame_start is not None else pc
+        if self._frame_id_class is not None:
+            frame_id = self._frame_id_class(id_sp, id_pc)
+        else:
+            frame_id = _FrameId(self._value(arch, id_sp), self._value(arch, id_pc))
+        info = pending_frame.create_unwind_info(frame_id)
+        if result.ends_walk:
+            if self._has_pc:
+                return info  # no saved pc: GDB ends the backtrace at this frame
+            # GDB 13's frame iterator raises on a frame without a saved pc, and the
+            # whole backtrace is lost; a zero pc ends the walk there too ("zero PC")
+            # and the frame filter hides that last, empty frame.
+            info.add_saved_register("rip", self._value(arch, 0))
+            info.add_saved_register("rsp", self._value(arch, id_sp))
+            return info
+        info.add_saved_register("rip", self._value(arch, result.caller_pc))
+        info.add_saved_register("rsp", self._value(arch, result.caller_sp))
+        for name, value in result.saved.items():
+            info.add_saved_register(name, self._value(arch, value))
+        return info

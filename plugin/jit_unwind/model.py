@@ -1,0 +1,54 @@
+"""Plain data shared by the core: JIT regions and unwind results."""
+
+from dataclasses import dataclass, field
+from typing import Dict, Optional
+
+
+@dataclass(frozen=True)
+class Region:
+    """A range of executable memory ``[start, end)``.
+
+    ``source`` says where we learnt of it: ``maps`` (an anonymous executable mapping of
+    a live process), ``core`` (an executable load segment of a core file), ``perf-map``
+    (an entry of /tmp/perf-PID.map), ``gdb-jit`` (GDB's JIT interface).  ``file_backed``
+    regions are ordinary code of an executable or shared library: not JIT code, but
+    valid return addresses.
+    """
+
+    start: int
+    end: int
+    source: str
+    name: str = ""
+    file_backed: bool = False
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+    def __contains__(self, address: int) -> bool:
+        return self.start <= address < self.end
+
+
+@dataclass
+class Unwound:
+    """How to find the caller of one frame, and which strategy said so.
+
+    ``caller_pc``/``caller_sp`` are the caller's registers; ``saved`` maps other register
+    names to the caller's values; registers absent from it are unknown.  ``frame_start``
+    is the address the frame's function starts at when known (it names the frame and
+    keeps its identity stable).  ``guess`` marks results of the stack scan.  When the walk
+    must end here, ``caller_pc`` is None and ``stop_reason`` says why.
+    """
+
+    method: str
+    caller_pc: Optional[int] = None
+    caller_sp: Optional[int] = None
+    cfa: Optional[int] = None
+    frame_start: Optional[int] = None
+    saved: Dict[str, int] = field(default_factory=dict)
+    guess: bool = False
+    stop_reason: str = ""
+
+    @property
+    def ends_walk(self) -> bool:
+        return self.caller_pc is None

@@ -1,0 +1,113 @@
+"""Where executable memory is, and which of it is JIT code.
+
+A :class:`RegionMap` is built once per stop from the process mappings (live process or
+core file) and named entries (perf maps, GDB's JIT interface), then answers the unwinder's
+questions with binary searches: is this pc JIT code, where does its function start, is
+this address executable, which mapping holds this stack pointer.
+"""
+
+import bisect
+from dataclasses import dataclass
+from typing import Iterable, List, Optional, Sequence
+
+from ..model import Region
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """One mapping of the address space, as /proc/PID/maps or a core file shows it."""
+
+    start: int
+    end: int
+    perms: str  # "r-xp" style; only r, w, x matter here
+    path: str = ""
+
+    @property
+    def executable(self) -> bool:
+        return "x" in self.perms
+
+    @property
+    def anonymous(self) -> bool:
+        """True for memory no file backs: where JIT code lives."""
+        path = self.path
+        return (not path or path.startswith(("[anon", "/memfd:", "[heap]"))
+                or path == "/dev/zero (deleted)")
+
+    def __contains__(self, address: int) -> bool:
+        return self.start <= address < self.end
+
+
+class _SortedRanges:
+    """Non-overlapping-or-nested ranges searchable by address (innermost = latest start)."""
+
+    def __init__(self, items: Iterable):
+        self.items = sorted(items, key=lambda item: (item.start, -item.end))
+        self._starts = [item.start for item in self.items]
+
+    def find(self, address: int):
+        index = bisect.bisect_right(self._starts, address) - 1
+        # Entries may overlap (a JIT reuses memory); the closest start that still
+        # contains the address wins.  Bounded: look back a few entries only.
+        for candidate in range(index, max(index - 8, -1), -1):
+            item = self.items[candidate]
+            if item.start <= address < item.end:
+                return item
+        return None
+
+    def __iter__(self):
+        return iter(self.items)
+
+    def __len__(self):
+        return len(self.items)
+
+
+class RegionMap:
+    """Answers address questions for one stop of one process."""
+
+    def __init__(self, mappings: Sequence[Mapping] = (), symbols: Sequence[Region] = (),
+                 registered: Sequence[Region] = (), not_jit: Sequence[int] = ()):
+        """``symbols`` are named entries (perf map); ``registered`` are regions a
+        debugger already handles (GDB JIT interface); ``not_jit`` are start addresses
+        of anonymous executable mappings that hold no JIT code (the vDSO in a core)."""
+        self.mappings = _SortedRanges(mappings)
+        skip = set(not_jit)
+        self.jit = _SortedRanges(
+            Region(m.start, m.end, "maps", m.path) for m in mappings
+            if m.executable and m.anonymous and m.start not in skip)
+        self.symbols = _SortedRanges(symbols)
+        self.registered = _SortedRanges(registered)
+
+    # -- questions the unwinder asks ---------------------------------------------------
+    def jit_region_at(self, address: int) -> Optional[Region]:
+        """The JIT region holding ``address``, or None for ordinary code and data."""
+        region = self.jit.find(address)
+        if region is None:
+            # A perf-map entry outside any known mapping (e.g. a core without the
+            # mapping list) still marks JIT code.
+            region = self.symbols.find(address)
+        return region
+
+    def symbol_at(self, address: int) -> Optional[Region]:
+        """The named entry (perf map, JIT interface) holding ``address``."""
+        return self.symbols.find(address) or self.registered.find(address)
+
+    def is_registered(self, address: int) -> bool:
+        """True when the debugger already knows this code (GDB's JIT interface)."""
+        return self.registered.find(address) is not None
+
+    def mapping_at(self, address: int) -> Optional[Mapping]:
+        return self.mappings.find(address)
+
+    def is_executable(self, address: int) -> bool:
+        mapping = self.mappings.find(address)
+        if mapping is not None:
+            return mapping.executable
+        return self.symbols.find(address) is not None
+
+    def has_jit(self) -> bool:
+        return bool(len(self.jit) or len(self.symbols))
+
+    def listing(self) -> List[Region]:
+        """Every JIT region and named entry, sorted by address, for display."""
+        rows = list(self.jit) + list(self.symbols) + list(self.registered)
+        return sorted(rows, key=lambda r: (r.start, r.source != "maps", r.end))

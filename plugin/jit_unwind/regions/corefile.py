@@ -1,0 +1,55 @@
+"""Mappings of a core file, read with pyelftools.
+
+GDB's ``info proc mappings`` lists only file-backed mappings of a core, yet JIT code
+lives in anonymous memory: the core's PT_LOAD segments (with their permission flags) are
+the full picture, and the NT_FILE note says which of them a file backs.
+"""
+
+from typing import List, Optional, Tuple
+
+from . import Mapping
+
+AT_SYSINFO_EHDR = 33  # auxv entry: where the vDSO's ELF header is
+PF_X, PF_W, PF_R = 1, 2, 4
+
+
+def _perms(flags: int) -> str:
+    return (("r" if flags & PF_R else "-") + ("w" if flags & PF_W else "-")
+            + ("x" if flags & PF_X else "-") + "p")
+
+
+def read_core_mappings(path: str) -> Tuple[List[Mapping], Optional[int]]:
+    """Return the core's mappings and the vDSO address (None when unknown).
+
+    Raises OSError when the file cannot be read and ImportError when pyelftools is
+    missing; callers turn both into a one-line message.
+    """
+    from elftools.elf.elffile import ELFFile  # imported lazily: cores only
+
+    with open(path, "rb") as handle:
+        elf = ELFFile(handle)
+        files: List[Tuple[int, int, str]] = []
+        vdso = None
+        for segment in elf.iter_segments():
+            if segment["p_type"] != "PT_NOTE":
+                continue
+            for note in segment.iter_notes():
+                if note["n_type"] == "NT_FILE":
+                    desc = note["n_desc"]
+                    for entry, name in zip(desc["Elf_Nt_File_Entry"], desc["filename"]):
+                        if isinstance(name, bytes):
+                            name = name.decode("utf-8", "replace")
+                        files.append((entry["vm_start"], entry["vm_end"], name))
+                elif note["n_type"] == "NT_AUXV":
+                    for entry in note["n_desc"]:
+                        if entry["a_type"] in ("AT_SYSINFO_EHDR", AT_SYSINFO_EHDR):
+                            vdso = entry["a_val"]
+        mappings = []
+        for segment in elf.iter_segments():
+            if segment["p_type"] != "PT_LOAD":
+                continue
+            start = segment["p_vaddr"]
+            end = start + segment["p_memsz"]
+            name = next((f for s, e, f in files if s <= start < e), "")
+            mappings.append(Mapping(start, end, _perms(segment["p_flags"]), name))
+    return mappings, vdso

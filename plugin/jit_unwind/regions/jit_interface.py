@@ -1,0 +1,59 @@
+"""GDB's JIT interface: ``__jit_debug_descriptor`` and its in-memory object files.
+
+Code registered this way is already known to GDB (it builds objfiles from it), so the
+unwinder leaves it alone; we only list it.
+"""
+
+import io
+import struct
+from typing import List
+
+from ..model import Region
+from ..target import Memory, MemoryReadError
+
+MAX_ENTRIES = 100_000
+MAX_SYMFILE = 64 << 20
+
+
+def read_jit_interface(memory: Memory, descriptor: int) -> List[Region]:
+    """Regions of every object file registered through the descriptor at ``descriptor``.
+
+    struct jit_descriptor { uint32 version, action_flag; entry *relevant, *first; }
+    struct jit_code_entry { entry *next, *prev; const char *symfile_addr; uint64 size; }
+    """
+    regions: List[Region] = []
+    try:
+        entry = memory.read_u64(descriptor + 16)
+    except MemoryReadError:
+        return regions
+    seen = set()
+    while entry and entry not in seen and len(seen) < MAX_ENTRIES:
+        seen.add(entry)
+        try:
+            next_entry, _prev, symfile, size = struct.unpack("<QQQQ", memory.read(entry, 32))
+        except MemoryReadError:
+            break
+        regions.extend(_symfile_regions(memory, symfile, size))
+        entry = next_entry
+    return regions
+
+
+def _symfile_regions(memory: Memory, address: int, size: int) -> List[Region]:
+    """Function symbols of one registered ELF image (empty if it cannot be parsed)."""
+    if not 0 < size <= MAX_SYMFILE:
+        return []
+    try:
+        from elftools.elf.elffile import ELFFile
+        elf = ELFFile(io.BytesIO(memory.read(address, size)))
+        regions = []
+        for section in elf.iter_sections():
+            if section["sh_type"] != "SHT_SYMTAB":
+                continue
+            for symbol in section.iter_symbols():
+                if symbol["st_info"]["type"] == "STT_FUNC" and symbol["st_size"]:
+                    start = symbol["st_value"]
+                    regions.append(Region(start, start + symbol["st_size"], "gdb-jit",
+                                          symbol.name))
+        return regions
+    except Exception:  # a half-written or foreign image: list nothing, never fail
+        return []

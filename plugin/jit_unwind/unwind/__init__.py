@@ -1,0 +1,35 @@
+"""Unwind one JIT frame: try each strategy in order, keep the first answer."""
+
+from typing import Callable, List, Optional, Tuple
+
+from ..model import Unwound
+from .context import UnwindContext
+from .entry_record import unwind_entry_record
+from .frame_pointer import unwind_frame_pointer
+from .prologue import unwind_known_start, unwind_prologue_search
+from .stack_scan import unwind_stack_scan
+
+Strategy = Callable[[UnwindContext], Optional[Unwound]]
+
+# Most certain first.  A function whose start we know is decoded exactly; a trampoline
+# found by its decodable prologue comes before the frame-pointer rule because such
+# trampolines leave rbp untouched, and the caller's rbp would pass the rule's checks.
+STRATEGIES: List[Tuple[str, Strategy]] = [
+    ("prologue", unwind_known_start),
+    ("prologue-search", unwind_prologue_search),
+    ("frame-pointer", unwind_frame_pointer),
+    ("entry-record", unwind_entry_record),
+    ("stack-scan", unwind_stack_scan),
+]
+
+
+def unwind_jit_frame(ctx: UnwindContext) -> Unwound:
+    """The caller of the JIT frame in ``ctx``; ``ends_walk`` when nothing worked."""
+    for _name, strategy in STRATEGIES:
+        result = strategy(ctx)
+        if result is None:
+            continue
+        if result.ends_walk or ctx.plausible_caller_sp(result.caller_sp):
+            return result
+    return Unwound(method="none",
+                   stop_reason="no strategy found the caller of this JIT frame")

@@ -1,0 +1,91 @@
+"""What every unwind strategy gets: one frame's pc and sp, memory, regions, registers."""
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from ..model import Region
+from ..regions import RegionMap
+from ..target import Memory, MemoryReadError, RegisterReader
+from .x86_64 import call_length_before, starts_frame_pointer
+
+MAX_FRAME_SIZE = 16 << 20  # a caller's sp further than this above sp is not believed
+
+
+@dataclass
+class UnwindContext:
+    pc: int
+    sp: int
+    memory: Memory
+    regions: RegionMap
+    read_register: RegisterReader
+    innermost: bool = False  # frame 0 or interrupted by a signal: pc is exact
+    # Start of the native function holding an address (from the debugger's symbols).
+    native_function_start: Optional[Callable[[int], Optional[int]]] = None
+
+    @property
+    def lookup_pc(self) -> int:
+        """The address to find this frame's function by: a caller's pc is a return
+        address, which may already be past the end of its function."""
+        return self.pc if self.innermost else self.pc - 1
+
+    def function_start(self) -> Optional[int]:
+        """Start of this frame's function when a perf map or runtime says so."""
+        symbol = self.regions.symbol_at(self.lookup_pc)
+        return symbol.start if symbol is not None else None
+
+    def region(self) -> Optional[Region]:
+        return self.regions.jit_region_at(self.lookup_pc)
+
+    def is_return_address(self, address: int) -> bool:
+        """True if ``address`` is in executable memory right after a call."""
+        if address < 16 or not self.regions.is_executable(address - 1):
+            return False
+        try:
+            before = self.memory.read(address - 8, 8)
+        except MemoryReadError:
+            return False
+        return call_length_before(before) is not None
+
+    def is_stack_address(self, address: int) -> bool:
+        """True if ``address`` lies in the mapping that holds this frame's sp."""
+        mapping = self.regions.mapping_at(self.sp)
+        if mapping is None:  # no mapping list: accept what is near enough
+            return self.sp <= address < self.sp + MAX_FRAME_SIZE
+        return address in mapping
+
+    def plausible_caller_sp(self, caller_sp: int) -> bool:
+        return self.sp < caller_sp <= self.sp + MAX_FRAME_SIZE and caller_sp % 8 == 0
+
+    def register(self, name: str) -> Optional[int]:
+        try:
+            return self.read_register(name)
+        except Exception:  # a debugger's own error for an unavailable register
+            return None
+
+    def function_start_of(self, address: int) -> Optional[int]:
+        """Start of the function holding ``address``: perf map/runtime, else symbols."""
+        symbol = self.regions.symbol_at(address)
+        if symbol is not None:
+            return symbol.start
+        if self.native_function_start is None or self.regions.jit_region_at(address):
+            return None
+        try:
+            return self.native_function_start(address)
+        except Exception:
+            return None
+
+    def broken_rbp_reason(self, saved_rbp: int, slot: int, caller_pc: int) -> str:
+        """Why the caller's rbp cannot be right, or "" when it may be.
+
+        A saved rbp off the stack is normal when the caller uses rbp as a plain register;
+        it is a broken chain when the caller keeps a frame pointer in it."""
+        if saved_rbp == 0 or self.is_stack_address(saved_rbp):
+            return ""
+        start = self.function_start_of(caller_pc - 1)
+        if start is None:
+            return ""
+        code = self.memory.try_read(start, 8)
+        if code is None or not starts_frame_pointer(code):
+            return ""
+        return (f"frame pointer chain broken: saved rbp {saved_rbp:#x} at {slot:#x} is not "
+                f"on the stack, and the caller keeps its frame pointer in rbp")

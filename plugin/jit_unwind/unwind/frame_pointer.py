@@ -1,0 +1,32 @@
+"""Unwind a JIT frame that keeps a frame pointer: [rbp] = caller's rbp, [rbp+8] = return."""
+
+from typing import Optional
+
+from ..model import Unwound
+from .context import UnwindContext
+
+PASSED_THROUGH = ("rbx", "r12", "r13", "r14", "r15")
+
+
+def unwind_frame_pointer(ctx: UnwindContext) -> Optional[Unwound]:
+    rbp = ctx.register("rbp")
+    if rbp is None or rbp % 8 or rbp < ctx.sp or not ctx.is_stack_address(rbp):
+        return None
+    saved_rbp = ctx.memory.try_read_u64(rbp)
+    caller_pc = ctx.memory.try_read_u64(rbp + 8)
+    caller_sp = rbp + 16
+    if saved_rbp is None or caller_pc is None or not ctx.plausible_caller_sp(caller_sp):
+        return None
+    if not ctx.is_return_address(caller_pc):
+        return None
+    reason = ctx.broken_rbp_reason(saved_rbp, rbp, caller_pc)
+    if reason:
+        return Unwound(method="frame-pointer", cfa=caller_sp,
+                       frame_start=ctx.function_start(), stop_reason=reason)
+    saved = {"rbp": saved_rbp}
+    for name in PASSED_THROUGH:
+        value = ctx.register(name)
+        if value is not None:
+            saved[name] = value
+    return Unwound(method="frame-pointer", caller_pc=caller_pc, caller_sp=caller_sp,
+                   cfa=caller_sp, frame_start=ctx.function_start(), saved=saved)

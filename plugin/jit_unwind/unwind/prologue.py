@@ -1,0 +1,98 @@
+"""Unwind a frame by decoding its function's code from its first byte to the pc.
+
+Used for functions whose start a perf map or runtime tells us (``prologue``), and for
+trampolines and shims found by searching backwards for a function start
+(``prologue-search``): CPython's perf trampolines, entry trampolines of other JITs.
+"""
+
+from typing import Optional, Tuple
+
+from ..model import Unwound
+from ..target import MemoryReadError
+from .context import UnwindContext
+from .x86_64 import CALLEE_SAVED, DecodeError, PrologueState, decode_prologue
+
+MAX_PROLOGUE = 4096   # bytes decoded from a known function start
+SEARCH_WINDOW = 128   # bytes searched backwards for an unknown start
+ENDBR64 = b"\xf3\x0f\x1e\xfa"
+# Bytes that end a function or pad between functions: a start may follow them.
+FUNCTION_END = (0xC3, 0xCC)
+
+
+def unwind_known_start(ctx: UnwindContext) -> Optional[Unwound]:
+    start = ctx.function_start()
+    if start is None or not 0 <= ctx.pc - start <= MAX_PROLOGUE:
+        return None
+    try:
+        code = ctx.memory.read(start, ctx.pc - start)
+        state = decode_prologue(code, start, ctx.pc)
+    except (MemoryReadError, DecodeError):
+        return None
+    return unwind_with_prologue(ctx, state, start, "prologue")
+
+
+def find_function_start(ctx: UnwindContext, pc: int) -> Optional[Tuple[int, PrologueState]]:
+    """Search backwards from ``pc`` for a function start whose straight-line decode
+    reaches ``pc`` exactly.  Only anchored starts count (an ``endbr64``, the start of the
+    region, or right after a ``ret``/``int3``); the furthest such start wins, since a
+    shorter decode could begin inside the real prologue."""
+    region = ctx.regions.jit_region_at(pc - 1)
+    low = max(pc - SEARCH_WINDOW, region.start if region is not None else pc - SEARCH_WINDOW)
+    try:
+        window = ctx.memory.read(low, pc - low)
+    except MemoryReadError:
+        return None
+    best = None
+    for offset in range(len(window) - 1, -1, -1):
+        start = low + offset
+        anchored = (window.startswith(ENDBR64, offset)
+                    or (region is not None and start == region.start)
+                    or (offset > 0 and window[offset - 1] in FUNCTION_END))
+        if not anchored:
+            continue
+        try:
+            state = decode_prologue(window[offset:], start, pc)
+        except DecodeError:
+            continue
+        best = (start, state)
+    return best
+
+
+def unwind_prologue_search(ctx: UnwindContext) -> Optional[Unwound]:
+    found = find_function_start(ctx, ctx.pc)
+    if found is None:
+        return None
+    start, state = found
+    if state.depth == 0 and not state.calls:
+        return None  # nothing decoded proves anything about this frame
+    return unwind_with_prologue(ctx, state, start, "prologue-search")
+
+
+def unwind_with_prologue(ctx: UnwindContext, state: PrologueState, start: int,
+                         method: str) -> Optional[Unwound]:
+    """Caller registers from a decoded prologue: return address at entry sp."""
+    entry_sp = ctx.sp + state.depth
+    caller_pc = ctx.memory.try_read_u64(entry_sp)
+    caller_sp = entry_sp + 8
+    if caller_pc is None or not ctx.plausible_caller_sp(caller_sp):
+        return None
+    if not ctx.regions.is_executable(caller_pc):
+        return None
+    saved = {}
+    for name, offset in state.saved.items():
+        value = ctx.memory.try_read_u64(entry_sp + offset)
+        if value is not None:
+            saved[name] = value
+    if "rbp" in saved:
+        reason = ctx.broken_rbp_reason(saved["rbp"], entry_sp + state.saved["rbp"], caller_pc)
+        if reason:
+            return Unwound(method=method, frame_start=start, cfa=caller_sp, stop_reason=reason)
+    # Callee-saved registers this code neither saved nor wrote still hold the caller's
+    # values (the C calling convention these functions are entered with).
+    for name in CALLEE_SAVED:
+        if name not in saved and name not in state.clobbered:
+            value = ctx.register(name)
+            if value is not None:
+                saved[name] = value
+    return Unwound(method=method, caller_pc=caller_pc, caller_sp=caller_sp, cfa=caller_sp,
+                   frame_start=start, saved=saved)
