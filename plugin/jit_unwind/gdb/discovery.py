@@ -47,10 +47,9 @@ def _remote_mappings() -> List[Mapping]:
     return mappings
 
 
-def _mappings(inferior) -> Tuple[List[Mapping], List[int], str]:
+def _mappings(inferior, kind: str) -> Tuple[List[Mapping], List[int], str]:
     """Mappings, starts of anonymous executable mappings that are not JIT code, and a
     problem description ("" when fine)."""
-    kind = connection_type(inferior)
     if kind == "core":
         path = core_file_path(inferior)
         if not path:
@@ -78,7 +77,8 @@ def _jit_interface_regions() -> List[Region]:
 def build_region_map(inferior) -> Tuple[RegionMap, str]:
     if inferior.pid <= 0:
         return RegionMap(), "no process"
-    mappings, not_jit, problem = _mappings(inferior)
+    kind = connection_type(inferior)
+    mappings, not_jit, problem = _mappings(inferior, kind)
     return RegionMap(mappings, read_perf_map(inferior.pid), _jit_interface_regions(),
-                     not_jit), problem
+                     not_jit, source="core" if kind == "core" else "maps"), problem
 

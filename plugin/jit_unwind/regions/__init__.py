@@ -65,14 +65,16 @@ class RegionMap:
     """Answers address questions for one stop of one process."""
 
     def __init__(self, mappings: Sequence[Mapping] = (), symbols: Sequence[Region] = (),
-                 registered: Sequence[Region] = (), not_jit: Sequence[int] = ()):
+                 registered: Sequence[Region] = (), not_jit: Sequence[int] = (),
+                 source: str = "maps"):
         """``symbols`` are named entries (perf map); ``registered`` are regions a
         debugger already handles (GDB JIT interface); ``not_jit`` are start addresses
-        of anonymous executable mappings that hold no JIT code (the vDSO in a core)."""
+        of anonymous executable mappings that hold no JIT code (the vDSO in a core);
+        ``source`` names where the mappings came from ("maps" or "core")."""
         self.mappings = _SortedRanges(mappings)
         skip = set(not_jit)
         self.jit = _SortedRanges(
-            Region(m.start, m.end, "maps", m.path) for m in mappings
+            Region(m.start, m.end, source, m.path) for m in mappings
             if m.executable and m.anonymous and m.start not in skip)
         self.symbols = _SortedRanges(symbols)
         self.registered = _SortedRanges(registered)
@@ -110,4 +112,4 @@ class RegionMap:
     def listing(self) -> List[Region]:
         """Every JIT region and named entry, sorted by address, for display."""
         rows = list(self.jit) + list(self.symbols) + list(self.registered)
-        return sorted(rows, key=lambda r: (r.start, r.source != "maps", r.end))
+        return sorted(rows, key=lambda r: (r.start, r.source == "perf-map", r.end))

@@ -5,6 +5,7 @@ lives in anonymous memory: the core's PT_LOAD segments (with their permission fl
 the full picture, and the NT_FILE note says which of them a file backs.
 """
 
+import struct
 from typing import List, Optional, Tuple
 
 from . import Mapping
@@ -16,6 +17,20 @@ PF_X, PF_W, PF_R = 1, 2, 4
 def _perms(flags: int) -> str:
     return (("r" if flags & PF_R else "-") + ("w" if flags & PF_W else "-")
             + ("x" if flags & PF_X else "-") + "p")
+
+
+def _auxv_value(desc, wanted: int) -> Optional[int]:
+    """An auxv entry's value; pyelftools before 0.30 hands auxv over as raw bytes."""
+    if isinstance(desc, (bytes, bytearray)):
+        for offset in range(0, len(desc) - 15, 16):
+            key, value = struct.unpack_from("<QQ", desc, offset)
+            if key == wanted:
+                return value
+        return None
+    for entry in desc:
+        if entry["a_type"] in (wanted, "AT_SYSINFO_EHDR"):
+            return entry["a_val"]
+    return None
 
 
 def read_core_mappings(path: str) -> Tuple[List[Mapping], Optional[int]]:
@@ -41,9 +56,7 @@ def read_core_mappings(path: str) -> Tuple[List[Mapping], Optional[int]]:
                             name = name.decode("utf-8", "replace")
                         files.append((entry["vm_start"], entry["vm_end"], name))
                 elif note["n_type"] == "NT_AUXV":
-                    for entry in note["n_desc"]:
-                        if entry["a_type"] in ("AT_SYSINFO_EHDR", AT_SYSINFO_EHDR):
-                            vdso = entry["a_val"]
+                    vdso = _auxv_value(note["n_desc"], AT_SYSINFO_EHDR) or vdso
         mappings = []
         for segment in elf.iter_segments():
             if segment["p_type"] != "PT_LOAD":

@@ -1,0 +1,47 @@
+# jit-unwind: `make demo` shows a backtrace through JIT frames; `make test` runs the tests.
+# Both install what they need on a fresh Debian machine (apt, a Python 3.11 venv).
+
+SHELL := /bin/bash
+VENV := .venv
+BUILD := build
+PYTHON311 ?= $(shell command -v python3.11 || echo /usr/bin/python3)
+APT_PACKAGES := gdb gcc make python3 python3-venv python3-pyelftools python3-tabulate
+FIXTURE_CFLAGS := -O0 -g -fno-omit-frame-pointer -Wall -Wextra
+PYTEST_ARGS ?=
+
+.PHONY: demo test apt-deps venv fixtures clean
+
+demo: apt-deps $(BUILD)/toyjit
+	@echo "== toy JIT: C -> JIT (frame pointer) -> C -> JIT (frameless, via trampoline) -> C, stopped by SIGTRAP"
+	gdb -q -nx -batch -iex 'set debuginfod enabled off' -iex 'set pagination off' \
+	    -x gdb_init.py -ex 'set jit-unwind show-method on' -ex run -ex bt -ex 'info jit-regions' \
+	    --args $(BUILD)/toyjit mixed 2 sigtrap
+
+test: apt-deps venv fixtures
+	$(VENV)/bin/python -m pytest $(PYTEST_ARGS) tests
+
+# apt-get runs only when a package is missing: repeated runs stay fast.
+apt-deps:
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	    echo "installing:" $$missing; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: requirements-test.txt setup.cfg
+	test -x $(VENV)/bin/python || $(PYTHON311) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install -q --upgrade pip
+	$(VENV)/bin/python -m pip install -q -r requirements-test.txt
+	$(VENV)/bin/python -m pip install -q -e .
+	touch $@
+
+fixtures: $(BUILD)/toyjit
+
+$(BUILD)/%: tests/fixtures/%.c
+	@mkdir -p $(BUILD)
+	gcc $(FIXTURE_CFLAGS) -o $@ $<
+
+clean:
+	rm -rf $(BUILD) $(VENV)

@@ -1,0 +1,98 @@
+"""Helpers shared by the tests: where things are, running GDB, reading its backtraces."""
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Optional, Sequence
+
+REPO = Path(__file__).resolve().parent.parent
+BUILD = REPO / "build"
+GDB_INIT = REPO / "gdb_init.py"
+
+GDB_BINARIES = {
+    "gdb13": Path("/usr/bin/gdb"),
+    "gdb18": REPO / ".venv" / "bin" / "gdb",
+}
+
+GDB_TIMEOUT = 300
+
+
+def fixture_binary(name: str) -> Path:
+    path = BUILD / name
+    assert path.exists(), f"{path} is missing: build the fixtures with `make fixtures`"
+    return path
+
+
+def pyenv_python(version: str) -> Path:
+    """pyenv's CPython ``version`` (e.g. "3.12.1"); fails the test when absent."""
+    root = os.environ.get("PYENV_ROOT") or (
+        subprocess.run(["pyenv", "root"], capture_output=True, text=True).stdout.strip()
+        if shutil.which("pyenv") else str(Path.home() / ".pyenv"))
+    minor = ".".join(version.split(".")[:2])
+    path = Path(root) / "versions" / version / "bin" / f"python{minor}"
+    assert path.exists(), f"pyenv CPython {version} is missing at {path}"
+    return path
+
+
+def run_gdb(gdb: Path, commands: Sequence[str], program: Sequence[str] = (),
+            core: Optional[Path] = None, plugin: bool = True,
+            before: Sequence[str] = ()) -> str:
+    """Run GDB in batch mode and return everything it printed."""
+    argv = [str(gdb), "-nx", "-q", "-batch",
+            "-iex", "set debuginfod enabled off", "-iex", "set pagination off",
+            "-iex", "set width 0", "-iex", "set confirm off"]
+    if plugin:
+        argv += ["-x", str(GDB_INIT)]
+    for command in before:
+        argv += ["-ex", command]
+    for command in commands:
+        argv += ["-ex", command]
+    if core is not None:
+        argv += [str(program[0]), str(core)]
+    elif program:
+        argv += ["--args", *map(str, program)]
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=GDB_TIMEOUT,
+                            stdin=subprocess.DEVNULL)
+    output = result.stdout + result.stderr
+    assert "Traceback" not in output and "Python Exception" not in output, output
+    return output
+
+
+@dataclass
+class BtFrame:
+    level: int
+    function: str
+    line: str
+
+
+_FRAME = re.compile(r"^#(\d+)\s+(?:0x[0-9a-f]+ in )?(.*?) \(")
+
+
+def parse_backtrace(output: str) -> List[BtFrame]:
+    """Frames of the last ``bt`` in ``output`` (a new #0 starts a new backtrace)."""
+    frames: List[BtFrame] = []
+    for line in output.splitlines():
+        match = _FRAME.match(line)
+        if match is None:
+            continue
+        level = int(match.group(1))
+        if level == 0:
+            frames = []
+        frames.append(BtFrame(level, match.group(2), line))
+    return frames
+
+
+def assert_no_unnamed_frames(frames: List[BtFrame]) -> None:
+    unnamed = [f.line for f in frames if f.function.startswith("??")]
+    assert not unnamed, "frames without a name:\n" + "\n".join(unnamed)
+
+
+def remove_perf_map(pid_text: str) -> None:
+    for pid in set(re.findall(r"process (\d+)", pid_text)):
+        try:
+            os.unlink(f"/tmp/perf-{pid}.map")
+        except OSError:
+            pass
