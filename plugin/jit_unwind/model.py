@@ -10,16 +10,16 @@ class Region:
 
     ``source`` says where we learnt of it: ``maps`` (an anonymous executable mapping of
     a live process), ``core`` (an executable load segment of a core file), ``perf-map``
-    (an entry of /tmp/perf-PID.map), ``gdb-jit`` (GDB's JIT interface).  ``file_backed``
-    regions are ordinary code of an executable or shared library: not JIT code, but
-    valid return addresses.
+    (an entry of /tmp/perf-PID.map), ``gdb-jit`` (GDB's JIT interface).
     """
 
     start: int
     end: int
     source: str
     name: str = ""
-    file_backed: bool = False
+    # Position in its source (line of a perf map): where entries overlap, the later
+    # one describes the code that is there now.
+    sequence: int = field(default=0, compare=False)
 
     @property
     def size(self) -> int:

@@ -46,13 +46,16 @@ class _SortedRanges:
 
     def find(self, address: int):
         index = bisect.bisect_right(self._starts, address) - 1
-        # Entries may overlap (a JIT reuses memory); the closest start that still
-        # contains the address wins.  Bounded: look back a few entries only.
+        # Entries may overlap (a JIT reuses memory, or a perf map still holds lines of
+        # a dead process with the same pid): the latest entry holding the address wins.
+        # Bounded: look back a few entries only.
+        best = None
         for candidate in range(index, max(index - 8, -1), -1):
             item = self.items[candidate]
-            if item.start <= address < item.end:
-                return item
-        return None
+            if item.start <= address < item.end and (
+                    best is None or getattr(item, "sequence", 0) > getattr(best, "sequence", 0)):
+                best = item
+        return best
 
     def __iter__(self):
         return iter(self.items)

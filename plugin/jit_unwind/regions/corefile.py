@@ -6,7 +6,7 @@ the full picture, and the NT_FILE note says which of them a file backs.
 """
 
 import struct
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from . import Mapping
 
@@ -43,7 +43,7 @@ def read_core_mappings(path: str) -> Tuple[List[Mapping], Optional[int]]:
 
     with open(path, "rb") as handle:
         elf = ELFFile(handle)
-        files: List[Tuple[int, int, str]] = []
+        files: List[Tuple[int, int, str, int]] = []  # start, end, path, file offset
         vdso = None
         for segment in elf.iter_segments():
             if segment["p_type"] != "PT_NOTE":
@@ -51,10 +51,12 @@ def read_core_mappings(path: str) -> Tuple[List[Mapping], Optional[int]]:
             for note in segment.iter_notes():
                 if note["n_type"] == "NT_FILE":
                     desc = note["n_desc"]
+                    page = desc["page_size"]
                     for entry, name in zip(desc["Elf_Nt_File_Entry"], desc["filename"]):
                         if isinstance(name, bytes):
                             name = name.decode("utf-8", "replace")
-                        files.append((entry["vm_start"], entry["vm_end"], name))
+                        files.append((entry["vm_start"], entry["vm_end"], name,
+                                      entry["page_offset"] * page))
                 elif note["n_type"] == "NT_AUXV":
                     vdso = _auxv_value(note["n_desc"], AT_SYSINFO_EHDR) or vdso
         mappings = []
@@ -63,6 +65,44 @@ def read_core_mappings(path: str) -> Tuple[List[Mapping], Optional[int]]:
                 continue
             start = segment["p_vaddr"]
             end = start + segment["p_memsz"]
-            name = next((f for s, e, f in files if s <= start < e), "")
+            name = next((f for s, e, f, _ in files if s <= start < e), "")
             mappings.append(Mapping(start, end, _perms(segment["p_flags"]), name))
-    return mappings, vdso
+    return mappings + _undumped_file_mappings(files, mappings), vdso
+
+
+def _undumped_file_mappings(files, dumped: List[Mapping]) -> List[Mapping]:
+    """File mappings the core has no segment for.  GDB's gcore leaves out read-only
+    file-backed mappings (library code among them), yet return addresses point there;
+    their permissions come from the mapped file's own program headers."""
+    missing = []
+    for start, end, path, offset in files:
+        if any(m.start < end and start < m.end for m in dumped):
+            continue
+        missing.append(Mapping(start, end, _file_perms(path, offset, end - start), path))
+    return missing
+
+
+def _file_perms(path: str, offset: int, size: int) -> str:
+    """Permissions of ``size`` bytes of ELF file ``path`` mapped from ``offset``."""
+    try:
+        segments = _load_segments(path)
+    except Exception:  # unreadable or not ELF: assume code, it is file-backed anyway
+        return "r-xp"
+    for seg_offset, seg_size, flags in segments:
+        if seg_offset < offset + size and offset < seg_offset + max(seg_size, 1):
+            return _perms(flags)
+    return "r--p"
+
+
+_segment_cache: Dict[str, List[Tuple[int, int, int]]] = {}
+
+
+def _load_segments(path: str) -> List[Tuple[int, int, int]]:
+    """(file offset, file size, flags) of each PT_LOAD of an ELF file, cached."""
+    if path not in _segment_cache:
+        from elftools.elf.elffile import ELFFile
+        with open(path, "rb") as handle:
+            _segment_cache[path] = [
+                (seg["p_offset"], seg["p_filesz"], seg["p_flags"])
+                for seg in ELFFile(handle).iter_segments() if seg["p_type"] == "PT_LOAD"]
+    return _segment_cache[path]

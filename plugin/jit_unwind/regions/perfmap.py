@@ -25,7 +25,8 @@ def parse_perf_map(text: str) -> List[Region]:
         except ValueError:
             continue
         if size > 0:
-            entries.append(Region(start, start + size, "perf-map", fields[2].strip()))
+            entries.append(Region(start, start + size, "perf-map", fields[2].strip(),
+                                  sequence=len(entries)))
     return entries
 
 
