@@ -121,7 +121,8 @@ class _Simulator:
     def store(self, operand: _Operand, reg: int) -> None:
         """``mov [base+disp], reg``: a save when base is rsp (or the frame pointer)."""
         name = REGISTERS[reg]
-        if operand.index is not None or name in self.state.saved or name in self.state.clobbered:
+        if (name not in CALLEE_SAVED or operand.index is not None
+                or name in self.state.saved or name in self.state.clobbered):
             return
         if operand.base == RSP:
             self.state.saved[name] = -self.state.depth + operand.disp

@@ -1,0 +1,287 @@
+"""Read CPython 3.13+'s ``_Py_DebugOffsets`` and turn it into a :class:`Layout`.
+
+``_PyRuntime`` starts with ``struct _Py_DebugOffsets``: ``char cookie[8]`` (``"xdebugpy"``),
+``uint64_t version`` (``PY_VERSION_HEX``), ``uint64_t free_threaded``, then one sub-struct
+per C type, each a run of ``uint64_t`` (``size`` first, then field offsets).  The struct
+itself changes between minor versions (and between pre-releases), so each version has
+its field list here, read from CPython's sources (3.13: ``Include/internal/
+pycore_runtime.h``; 3.14+: ``Include/internal/pycore_debug_offsets.h``).  3.13's was also
+checked against the DWARF of pyenv's 3.13.0.
+
+Nothing read here is trusted before :func:`validate` has checked it: offsets that must
+be the same in every x86-64 GIL build (``PyObject.ob_type == 8``, ``PyBytesObject.ob_sval
+== 32``...) sit after the sections we use, so a field list of the wrong length fails.
+"""
+
+import struct
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from ..target import Memory
+from .errors import LayoutError, RuntimeNotFoundError, UnsupportedVersionError
+from .layout import GilLayout, Layout, check_supported
+from .version import PyVersion
+
+__all__ = ["COOKIE", "DEBUG_OFFSETS_LAYOUTS", "has_debug_offsets", "read_debug_offsets",
+           "validate", "layout_from_debug_offsets"]
+
+COOKIE = b"xdebugpy"
+
+Sections = Sequence[Tuple[str, Sequence[str]]]
+
+_RUNTIME = ("runtime_state", ("size", "finalizing", "interpreters_head"))
+_INTERP_313 = ("interpreter_state", (
+    "size", "id", "next", "threads_head", "gc", "imports_modules", "sysdict", "builtins",
+    "ceval_gil", "gil_runtime_state", "gil_runtime_state_enabled",
+    "gil_runtime_state_locked", "gil_runtime_state_holder"))
+# 3.14 adds threads_main after threads_head and two generation counters at the end.
+_INTERP_314 = ("interpreter_state", (
+    "size", "id", "next", "threads_head", "threads_main", "gc", "imports_modules",
+    "sysdict", "builtins", "ceval_gil", "gil_runtime_state", "gil_runtime_state_enabled",
+    "gil_runtime_state_locked", "gil_runtime_state_holder", "code_object_generation",
+    "tlbc_generation"))
+_TSTATE_313 = ("thread_state", (
+    "size", "prev", "next", "interp", "current_frame", "thread_id", "native_thread_id",
+    "datastack_chunk", "status"))
+
+
+def _tstate_315(with_profiled_seq: bool):
+    fields = ["size", "prev", "next", "interp", "current_frame", "base_frame",
+              "last_profiled_frame"]
+    if with_profiled_seq:  # inserted in 3.15.0b4
+        fields.append("last_profiled_frame_seq")
+    fields += ["thread_id", "native_thread_id", "datastack_chunk", "status", "holds_gil",
+               "gil_requested", "current_exception", "exc_state"]
+    return ("thread_state", tuple(fields))
+
+
+_FRAME_313 = ("interpreter_frame", (
+    "size", "previous", "executable", "instr_ptr", "localsplus", "owner"))
+_FRAME_314 = ("interpreter_frame", (
+    "size", "previous", "executable", "instr_ptr", "localsplus", "owner", "stackpointer",
+    "tlbc_index"))
+_CODE_313 = ("code_object", (
+    "size", "filename", "name", "qualname", "linetable", "firstlineno", "argcount",
+    "localsplusnames", "localspluskinds", "co_code_adaptive"))
+_CODE_314 = ("code_object", _CODE_313[1] + ("co_tlbc",))
+_PYOBJECT = ("pyobject", ("size", "ob_type"))
+_TYPE_313 = ("type_object", ("size", "tp_name", "tp_repr", "tp_flags"))
+_TYPE_315 = ("type_object", ("size", "tp_name", "tp_repr", "tp_flags", "tp_basicsize",
+                             "tp_dictoffset"))
+_TUPLE = ("tuple_object", ("size", "ob_item", "ob_size"))
+_LIST = ("list_object", ("size", "ob_item", "ob_size"))
+_SET = ("set_object", ("size", "used", "table", "mask"))
+_DICT = ("dict_object", ("size", "ma_keys", "ma_values"))
+_FLOAT = ("float_object", ("size", "ob_fval"))
+_LONG = ("long_object", ("size", "lv_tag", "ob_digit"))
+_BYTES = ("bytes_object", ("size", "ob_size", "ob_sval"))
+_UNICODE_313 = ("unicode_object", ("size", "state", "length", "asciiobject_size"))
+_UNICODE_315 = ("unicode_object", _UNICODE_313[1] + ("compactunicodeobject_size",))
+_GC_313 = ("gc", ("size", "collecting"))
+_GC_315 = ("gc", ("size", "collecting", "frame", "generation_stats_size",
+                  "generation_stats"))
+_GEN = ("gen_object", ("size", "gi_name", "gi_iframe", "gi_frame_state"))
+_LLIST = ("llist_node", ("next", "prev"))
+_DEBUGGER = ("debugger_support", (
+    "eval_breaker", "remote_debugger_support", "remote_debugging_enabled",
+    "debugger_pending_call", "debugger_script_path", "debugger_script_path_size"))
+
+# minor version -> candidate layouts of _Py_DebugOffsets, newest first.  A pre-release
+# may match none of them: it then gets a LayoutError, never a guess.
+DEBUG_OFFSETS_LAYOUTS: Dict[Tuple[int, int], List[Tuple[str, Sections]]] = {
+    (3, 13): [("3.13", [
+        _RUNTIME, _INTERP_313, _TSTATE_313, _FRAME_313, _CODE_313, _PYOBJECT, _TYPE_313,
+        _TUPLE, _LIST, _DICT, _FLOAT, _LONG, _BYTES, _UNICODE_313, _GC_313])],
+    (3, 14): [("3.14", [
+        _RUNTIME, _INTERP_314, _TSTATE_313, _FRAME_314, _CODE_314, _PYOBJECT, _TYPE_313,
+        _TUPLE, _LIST, _SET, _DICT, _FLOAT, _LONG, _BYTES, _UNICODE_313, _GC_313, _GEN,
+        _LLIST, _DEBUGGER])],
+    # 3.15 from 3.15.0b4 on (888 bytes, as CPython's Modules/_remote_debugging/
+    # debug_offsets_validation.h asserts), then the same before last_profiled_frame_seq.
+    (3, 15): [(label, [
+        _RUNTIME, _INTERP_314, _tstate_315(seq), ("err_stackitem", ("exc_value",)),
+        _FRAME_314, _CODE_314, _PYOBJECT, _TYPE_315, ("heap_type_object",
+                                                      ("size", "ht_cached_keys")),
+        _TUPLE, _LIST, _SET, _DICT, _FLOAT, _LONG, _BYTES, _UNICODE_315, _GC_315, _GEN,
+        _LLIST, _DEBUGGER])
+        for label, seq in (("3.15 (b4 and later)", True), ("3.15 (before b4)", False))],
+}
+
+DebugOffsets = Dict[str, int]
+
+
+def has_debug_offsets(memory: Memory, runtime: int) -> bool:
+    """Whether ``_PyRuntime`` at ``runtime`` starts with the ``xdebugpy`` cookie."""
+    return memory.try_read(runtime, len(COOKIE)) == COOKIE
+
+
+def debug_offsets_size(sections: Sections) -> int:
+    return 8 + 8 * (2 + sum(len(fields) for _, fields in sections))
+
+
+def read_debug_offsets(memory: Memory, runtime: int, sections: Sections) -> DebugOffsets:
+    """``{"version": ..., "free_threaded": ..., "section.field": value}`` read with the
+    field list ``sections``; raises :class:`LayoutError` when the cookie is missing."""
+    size = debug_offsets_size(sections)
+    data = memory.try_read(runtime, size)
+    if data is None:
+        raise RuntimeNotFoundError(f"cannot read _Py_DebugOffsets ({size} bytes) at "
+                                   f"{runtime:#x}")
+    if data[:8] != COOKIE:
+        raise LayoutError(f"_PyRuntime at {runtime:#x} does not start with the "
+                          f"'xdebugpy' cookie of _Py_DebugOffsets")
+    values = struct.unpack_from(f"<{(size - 8) // 8}Q", data, 8)
+    table = {"version": values[0], "free_threaded": values[1]}
+    index = 2
+    for section, fields in sections:
+        for field in fields:
+            table[f"{section}.{field}"] = values[index]
+            index += 1
+    return table
+
+
+# Offsets that are the same in every x86-64 build without free threading (PyObject is
+# {ob_refcnt, ob_type}; PyVarObject adds ob_size).
+_FIXED = {
+    "pyobject.size": 16, "pyobject.ob_type": 8, "type_object.tp_name": 24,
+    "tuple_object.ob_size": 16, "tuple_object.ob_item": 24,
+    "list_object.ob_size": 16, "list_object.ob_item": 24,
+    "bytes_object.ob_size": 16, "bytes_object.ob_sval": 32,
+    "unicode_object.length": 16, "unicode_object.state": 32,
+    "unicode_object.asciiobject_size": 40,
+}
+
+# section -> (smallest plausible size, largest, [(field, width, alignment)])
+_FIELDS_USED = {
+    "thread_state": (64, 1 << 16, [("prev", 8, 8), ("next", 8, 8), ("interp", 8, 8),
+                                   ("current_frame", 8, 8), ("thread_id", 8, 8),
+                                   ("native_thread_id", 8, 8), ("holds_gil", 4, 4)]),
+    "interpreter_frame": (48, 512, [("previous", 8, 8), ("executable", 8, 8),
+                                    ("instr_ptr", 8, 8), ("owner", 1, 1)]),
+    "code_object": (64, 4096, [("filename", 8, 8), ("name", 8, 8), ("qualname", 8, 8),
+                               ("linetable", 8, 8), ("firstlineno", 4, 4),
+                               ("co_code_adaptive", 1, 2)]),
+    "interpreter_state": (64, 1 << 24, [("id", 8, 8), ("next", 8, 8),
+                                        ("threads_head", 8, 8), ("ceval_gil", 8, 8),
+                                        ("gil_runtime_state", 8, 8),
+                                        ("gil_runtime_state_locked", 4, 4),
+                                        ("gil_runtime_state_holder", 8, 8)]),
+    "runtime_state": (64, 1 << 24, [("interpreters_head", 8, 8)]),
+}
+
+
+def validate(table: DebugOffsets) -> List[str]:
+    """Problems of a parsed ``_Py_DebugOffsets`` (empty when it looks right)."""
+    problems = []
+    for key, expected in _FIXED.items():
+        if table.get(key) != expected:
+            problems.append(f"{key} is {table.get(key)}, expected {expected}")
+    for section, (low, high, fields) in _FIELDS_USED.items():
+        size = table.get(f"{section}.size", 0)
+        if not low <= size <= high:
+            problems.append(f"{section}.size is {size}, expected {low} to {high}")
+            continue
+        for field, width, alignment in fields:
+            key = f"{section}.{field}"
+            if key not in table:
+                continue
+            offset = table[key]
+            if offset % alignment or offset + width > size:
+                problems.append(f"{key} is {offset}, outside a {size}-byte struct or "
+                                f"not {alignment}-aligned")
+    if table.get("thread_state.native_thread_id") != table.get("thread_state.thread_id",
+                                                                -16) + 8:
+        problems.append("thread_state.thread_id and native_thread_id are not adjacent "
+                        "unsigned longs")
+    frame = [table.get(f"interpreter_frame.{f}") for f in ("previous", "executable",
+                                                           "instr_ptr", "owner")]
+    if len(set(frame)) != len(frame):
+        problems.append(f"interpreter_frame offsets collide: {frame}")
+    return problems
+
+
+def layout_from_debug_offsets(memory: Memory, runtime: int,
+                              py_version: Optional[PyVersion] = None) -> Layout:
+    """The :class:`Layout` described by the ``_Py_DebugOffsets`` at ``runtime``.
+
+    ``py_version`` (from the ``Py_Version`` symbol, when known) must agree with the
+    version the offsets carry.  Raises :class:`UnsupportedVersionError` for versions and
+    builds we do not read, :class:`LayoutError` when no known field list validates."""
+    head = memory.try_read(runtime, 24)
+    if head is None:
+        raise RuntimeNotFoundError(f"cannot read _PyRuntime at {runtime:#x}")
+    if head[:8] != COOKIE:
+        raise LayoutError(f"_PyRuntime at {runtime:#x} does not start with the "
+                          f"'xdebugpy' cookie of _Py_DebugOffsets")
+    raw_version, free_threaded = struct.unpack_from("<QQ", head, 8)
+    version = PyVersion.from_hex(raw_version)
+    if version.major != 3 or version.minor < 13 or raw_version >> 32:
+        raise LayoutError(f"_Py_DebugOffsets at {runtime:#x} holds an impossible "
+                          f"version {raw_version:#x}")
+    if py_version is not None and py_version.minor_version != version.minor_version:
+        raise LayoutError(f"Py_Version says CPython {py_version} but _Py_DebugOffsets "
+                          f"says {version}")
+    check_supported(version)
+    if free_threaded:
+        raise UnsupportedVersionError(f"free-threaded CPython {version}t is not supported")
+    first_problems: List[str] = []
+    candidates = DEBUG_OFFSETS_LAYOUTS[version.minor_version]
+    for label, sections in candidates:
+        table = read_debug_offsets(memory, runtime, sections)
+        problems = validate(table)
+        if not problems:
+            return _layout(version, label, table)
+        first_problems = first_problems or problems
+    prerelease = "" if version.is_final else " (pre-release layouts change between " \
+                                             "alphas and betas)"
+    raise LayoutError(f"the _Py_DebugOffsets of CPython {version} do not match the "
+                      f"{version.major}.{version.minor} layout{prerelease}: "
+                      + "; ".join(first_problems[:3]))
+
+
+def _layout(version: PyVersion, label: str, t: DebugOffsets) -> Layout:
+    gil_base = t["interpreter_state.gil_runtime_state"]
+    return Layout(
+        version=version,
+        source=f"_Py_DebugOffsets ({label} field list)",
+        runtime_interpreters_head=t["runtime_state.interpreters_head"],
+        interp_next=t["interpreter_state.next"],
+        interp_id=t["interpreter_state.id"],
+        interp_threads_head=t["interpreter_state.threads_head"],
+        # interp->ceval.gil points at the GIL this interpreter uses (its own _gil, or
+        # the main interpreter's when shared); holder/locked are given inside interp->_gil.
+        gil=GilLayout("interp-pointer", t["interpreter_state.ceval_gil"],
+                      t["interpreter_state.gil_runtime_state_holder"] - gil_base,
+                      t["interpreter_state.gil_runtime_state_locked"] - gil_base),
+        tstate_next=t["thread_state.next"],
+        tstate_interp=t["thread_state.interp"],
+        tstate_thread_id=t["thread_state.thread_id"],
+        tstate_native_thread_id=t["thread_state.native_thread_id"],
+        tstate_frame=t["thread_state.current_frame"],
+        cframe_current_frame=None,
+        tstate_holds_gil=t.get("thread_state.holds_gil"),
+        frame_previous=t["interpreter_frame.previous"],
+        frame_executable=t["interpreter_frame.executable"],
+        frame_instr_ptr=t["interpreter_frame.instr_ptr"],
+        frame_owner=t["interpreter_frame.owner"],
+        frame_is_entry=None,
+        # 3.14+: f_executable is a _PyStackRef whose low bits are tags (Py_TAG_REFCNT...)
+        executable_tag_mask=7 if version.minor_version >= (3, 14) else 0,
+        instr_ptr_is_previous=False,
+        code_size=t["tuple_object.ob_size"],  # PyVarObject.ob_size, like any var object
+        code_filename=t["code_object.filename"],
+        code_name=t["code_object.name"],
+        code_qualname=t["code_object.qualname"],
+        code_linetable=t["code_object.linetable"],
+        code_firstlineno=t["code_object.firstlineno"],
+        code_adaptive=t["code_object.co_code_adaptive"],
+        unicode_length=t["unicode_object.length"],
+        unicode_state=t["unicode_object.state"],
+        unicode_ascii_size=t["unicode_object.asciiobject_size"],
+        # PyCompactUnicodeObject = PyASCIIObject + utf8_length + utf8 until 3.15 says so
+        unicode_compact_size=t.get("unicode_object.compactunicodeobject_size",
+                                   t["unicode_object.asciiobject_size"] + 16),
+        bytes_size=t["bytes_object.ob_size"],
+        bytes_data=t["bytes_object.ob_sval"],
+        ob_type=t["pyobject.ob_type"],
+        tp_name=t["type_object.tp_name"],
+    )

@@ -1,0 +1,98 @@
+"""Read CPython objects out of the inferior's memory (strings, bytes, type names).
+
+Helpers take a :class:`~jit_unwind.target.Memory`, a :class:`Layout` and an object
+address.  They raise :class:`~jit_unwind.target.MemoryReadError` for unreadable memory and
+:class:`ObjectError` for objects that cannot be right (absurd sizes, unknown string kinds).
+"""
+
+import struct
+from typing import Dict, Mapping, Tuple
+
+from ..target import Memory
+from .errors import ObjectError
+from .layout import Layout
+
+__all__ = ["read_struct", "read_unicode", "read_bytes", "read_c_string", "read_type_name",
+           "MAX_STRING", "MAX_BYTES"]
+
+MAX_STRING = 1 << 16  # characters of a name or file name we are willing to read
+MAX_BYTES = 1 << 22   # bytes of a co_linetable
+
+
+def read_struct(memory: Memory, address: int,
+                fields: Mapping[str, Tuple[int, str]]) -> Dict[str, int]:
+    """Read several fields of one C struct with a single memory read.
+
+    ``fields`` maps a name to ``(offset, format)`` with a :mod:`struct` format
+    (``"Q"`` pointer/unsigned long, ``"q"`` int64, ``"i"`` int, ``"b"`` char, ``"?"`` bool)."""
+    low = min(offset for offset, _ in fields.values())
+    high = max(offset + struct.calcsize("<" + fmt) for offset, fmt in fields.values())
+    data = memory.read(address + low, high - low)
+    return {name: struct.unpack_from("<" + fmt, data, offset - low)[0]
+            for name, (offset, fmt) in fields.items()}
+
+
+def read_unicode(memory: Memory, layout: Layout, address: int) -> str:
+    """The text of a ``PyUnicodeObject *``.
+
+    ``PyASCIIObject.state`` is a bit field: ``interned:2, kind:3, compact:1, ascii:1``.
+    Compact ASCII strings keep their characters right after ``PyASCIIObject``; other
+    compact strings after ``PyCompactUnicodeObject``, ``kind`` bytes per character (1
+    latin-1, 2 UCS-2, 4 UCS-4); legacy strings through ``PyUnicodeObject.data.any``."""
+    if not address:
+        raise ObjectError("NULL string")
+    fields = read_struct(memory, address, {"length": (layout.unicode_length, "q"),
+                                           "state": (layout.unicode_state, "I")})
+    length, state = fields["length"], fields["state"]
+    kind = (state >> 2) & 7
+    compact = (state >> 5) & 1
+    ascii_only = (state >> 6) & 1
+    if not 0 <= length <= MAX_STRING:
+        raise ObjectError(f"string at {address:#x} has length {length}")
+    if kind not in (1, 2, 4):
+        raise ObjectError(f"string at {address:#x} has kind {kind}")
+    if compact and ascii_only:
+        data_address = address + layout.unicode_ascii_size
+    elif compact:
+        data_address = address + layout.unicode_compact_size
+    else:
+        data_address = memory.read_u64(address + layout.unicode_compact_size)
+        if not data_address:
+            raise ObjectError(f"string at {address:#x} has no data (not ready)")
+    data = memory.read(data_address, length * kind) if length else b""
+    encoding = {1: "ascii" if ascii_only else "latin-1", 2: "utf-16-le",
+                4: "utf-32-le"}[kind]
+    return data.decode(encoding, errors="replace")
+
+
+def read_bytes(memory: Memory, layout: Layout, address: int) -> bytes:
+    """The contents of a ``PyBytesObject *`` (``ob_size`` bytes of ``ob_sval``)."""
+    if not address:
+        raise ObjectError("NULL bytes object")
+    size = struct.unpack("<q", memory.read(address + layout.bytes_size, 8))[0]
+    if not 0 <= size <= MAX_BYTES:
+        raise ObjectError(f"bytes object at {address:#x} has size {size}")
+    return memory.read(address + layout.bytes_data, size) if size else b""
+
+
+def read_c_string(memory: Memory, address: int, limit: int = 256) -> str:
+    """A NUL-terminated ``const char *`` of at most ``limit`` bytes."""
+    out = bytearray()
+    while len(out) < limit:
+        chunk = memory.try_read(address + len(out), 16)
+        if chunk is None:
+            chunk = memory.read(address + len(out), 1)
+        end = chunk.find(b"\0")
+        if end >= 0:
+            out += chunk[:end]
+            return out.decode("utf-8", errors="replace")
+        out += chunk
+    raise ObjectError(f"string at {address:#x} is longer than {limit} bytes")
+
+
+def read_type_name(memory: Memory, layout: Layout, address: int) -> str:
+    """``Py_TYPE(obj)->tp_name`` of the object at ``address``."""
+    type_address = memory.read_u64(address + layout.ob_type)
+    if not type_address:
+        raise ObjectError(f"object at {address:#x} has no type")
+    return read_c_string(memory, memory.read_u64(type_address + layout.tp_name))

@@ -1,0 +1,31 @@
+"""Reading a real core file's mappings with pyelftools (no debugger in the reading)."""
+
+import re
+
+from jit_unwind.regions import RegionMap
+from jit_unwind.regions.corefile import read_core_mappings
+from tests.support import GDB_BINARIES, fixture_binary, run_gdb
+
+
+def test_core_mappings_show_jit_code_library_code_and_the_vdso(tmp_path):
+    core = tmp_path / "toyjit.core"
+    output = run_gdb(GDB_BINARIES["gdb13"], [
+        "run", "info proc mappings", f"gcore {core}"],
+        [fixture_binary("toyjit"), "fp", "0", "sigtrap"], plugin=False)
+    mappings, vdso = read_core_mappings(str(core))
+    regions = RegionMap(mappings, not_jit=[vdso] if vdso else [], source="core")
+
+    # The JIT mapping as the live process had it: anonymous and executable.
+    live_anonymous_code = [
+        (int(m.group(1), 16), int(m.group(2), 16)) for m in re.finditer(
+            r"^\s*(0x[0-9a-f]+)\s+(0x[0-9a-f]+)\s+\S+\s+\S+\s+r-xp\s*$", output, re.M)]
+    assert live_anonymous_code, output
+    for start, end in live_anonymous_code:
+        region = regions.jit_region_at(start)
+        assert region is not None and region.end >= end
+    # libc's code is not in the core, yet return addresses into it are executable.
+    libc = [m for m in mappings if "libc.so" in m.path and m.executable]
+    assert libc, mappings
+    assert all(regions.jit_region_at(m.start) is None for m in libc)
+    # The vDSO is anonymous executable memory but holds no JIT code.
+    assert vdso and regions.jit_region_at(vdso) is None

@@ -1,0 +1,154 @@
+"""Each unwind strategy on a recorded stack: bytes we lay out, as a JIT would."""
+
+import struct
+
+from jit_unwind.model import Region
+from jit_unwind.regions import Mapping, RegionMap
+from jit_unwind.target import BytesMemory
+from jit_unwind.unwind import UnwindContext, unwind_jit_frame
+
+CODE = 0x7F0000000000        # native code ("the program")
+JIT = 0x7F0000100000         # JIT code
+STACK = 0x7FFF00000000       # stack mapping
+STACK_TOP = STACK + 0x10000
+SP = STACK + 0x8000
+
+CALL_RAX = bytes.fromhex("ffd0")
+TRAMPOLINE = bytes.fromhex("f30f1efa" "55" "53" "4154" "4155" "4156" "4157" "4883ec08"
+                           "4889f8" "4889f7") + CALL_RAX
+
+
+class Layout:
+    """A process image: code bytes, JIT bytes and a stack, all zero-filled."""
+
+    def __init__(self):
+        self.code = bytearray(0x1000)
+        self.jit = bytearray(0x1000)
+        self.stack = bytearray(STACK_TOP - STACK)
+        self.symbols = []
+
+    def put_code(self, offset, data):
+        self.code[offset:offset + len(data)] = data
+        return CODE + offset + len(data)
+
+    def put_jit(self, offset, data):
+        self.jit[offset:offset + len(data)] = data
+        return JIT + offset + len(data)
+
+    def word(self, address, value):
+        struct.pack_into("<Q", self.stack, address - STACK, value)
+
+    def context(self, pc, sp, registers, innermost=False, function_start=None):
+        memory = BytesMemory({CODE: bytes(self.code), JIT: bytes(self.jit),
+                              STACK: bytes(self.stack)})
+        regions = RegionMap([Mapping(CODE, CODE + 0x1000, "r-xp", "/usr/bin/prog"),
+                             Mapping(JIT, JIT + 0x1000, "r-xp"),
+                             Mapping(STACK, STACK_TOP, "rw-p", "[stack]")],
+                            symbols=self.symbols)
+        return UnwindContext(pc, sp, memory, regions, registers.get, innermost,
+                             function_start)
+
+
+def native_return_address(layout, offset=0x100):
+    """A return address in native code, right after a ``call rax``."""
+    return layout.put_code(offset, CALL_RAX)
+
+
+def test_frame_pointer_rule_follows_rbp():
+    layout = Layout()
+    ret = native_return_address(layout)
+    pc = layout.put_jit(0x40, bytes.fromhex("554889e5") + CALL_RAX)
+    rbp = SP + 0x20
+    layout.word(rbp, STACK + 0x9000)   # caller's rbp, on the stack
+    layout.word(rbp + 8, ret)
+    result = unwind_jit_frame(layout.context(pc, SP, {"rbp": rbp, "rbx": 7}))
+    assert result.method == "frame-pointer"
+    assert (result.caller_pc, result.caller_sp) == (ret, rbp + 16)
+    assert result.saved["rbp"] == STACK + 0x9000
+    assert result.saved["rbx"] == 7   # the C convention keeps it
+
+
+def test_known_start_decodes_the_prologue_exactly():
+    layout = Layout()
+    ret = native_return_address(layout)
+    pc = layout.put_jit(0x0, TRAMPOLINE)
+    layout.symbols.append(Region(JIT, JIT + 0x40, "perf-map", "enter"))
+    entry_sp = SP + 7 * 8
+    for index, value in enumerate([11, 12, 13, 14, 15, 16, 17]):
+        layout.word(SP + index * 8, value)   # pad, r15, r14, r13, r12, rbx, rbp
+    layout.word(entry_sp, ret)
+    layout.word(entry_sp - 8, STACK + 0x9000)  # pushed rbp: a stack address
+    result = unwind_jit_frame(layout.context(pc, SP, {}))
+    assert result.method == "prologue"
+    assert (result.caller_pc, result.caller_sp, result.frame_start) == (ret, entry_sp + 8, JIT)
+    assert result.saved == {"rbp": STACK + 0x9000, "rbx": 16, "r12": 15, "r13": 14,
+                            "r14": 13, "r15": 12}
+
+
+def test_entry_record_finds_the_trampoline_above_frameless_code():
+    layout = Layout()
+    ret_into_c = native_return_address(layout)
+    # int3 before the trampoline marks where it starts.
+    layout.put_jit(0x0, b"\xcc")
+    ret_into_trampoline = layout.put_jit(0x1, TRAMPOLINE)
+    frameless_pc = layout.put_jit(0x80, bytes.fromhex("4883ec08") + CALL_RAX)
+    slot = SP + 8
+    layout.word(slot, ret_into_trampoline)
+    layout.word(slot + 8 + 7 * 8, ret_into_c)  # the trampoline's own return address
+    result = unwind_jit_frame(layout.context(frameless_pc, SP, {"rbp": 0xDEADBEEF}))
+    assert result.method == "entry-record"
+    assert (result.caller_pc, result.caller_sp) == (ret_into_trampoline, slot + 8)
+    assert result.saved == {}   # frameless code clobbered everything
+
+
+def test_stack_scan_is_the_last_resort_and_a_guess():
+    layout = Layout()
+    ret = native_return_address(layout)
+    pc = layout.put_jit(0x80, bytes.fromhex("0000") + CALL_RAX)  # undecodable
+    layout.word(SP + 0x18, CODE + 0x10)  # a code pointer not after a call: skipped
+    layout.word(SP + 0x28, ret)
+    result = unwind_jit_frame(layout.context(pc, SP, {"rbp": 0x1234}))
+    assert result.method == "stack-scan" and result.guess
+    assert (result.caller_pc, result.caller_sp) == (ret, SP + 0x30)
+
+
+def test_nothing_found_ends_the_walk_with_a_reason():
+    layout = Layout()
+    pc = layout.put_jit(0x80, bytes.fromhex("0000") + CALL_RAX)
+    result = unwind_jit_frame(layout.context(pc, SP, {"rbp": 0x1234}))
+    assert result.ends_walk and "no strategy" in result.stop_reason
+
+
+def test_broken_frame_pointer_chain_into_a_frame_pointer_caller_ends_the_walk():
+    layout = Layout()
+    layout.put_code(0x200, bytes.fromhex("554889e5"))  # the caller keeps a frame pointer
+    ret = native_return_address(layout, 0x240)
+    pc = layout.put_jit(0x40, bytes.fromhex("554889e5") + CALL_RAX)
+    rbp = SP + 0x20
+    layout.word(rbp, 0x41414141)
+    layout.word(rbp + 8, ret)
+    ctx = layout.context(pc, SP, {"rbp": rbp}, function_start=lambda address: CODE + 0x200)
+    result = unwind_jit_frame(ctx)
+    assert result.ends_walk
+    assert "saved rbp 0x41414141" in result.stop_reason
+
+
+def test_non_stack_rbp_is_fine_when_the_caller_does_not_use_a_frame_pointer():
+    layout = Layout()
+    layout.put_code(0x200, bytes.fromhex("4883ec08"))  # caller: sub rsp, 8 (no fp)
+    ret = native_return_address(layout, 0x240)
+    pc = layout.put_jit(0x40, bytes.fromhex("554889e5") + CALL_RAX)
+    rbp = SP + 0x20
+    layout.word(rbp, 0x41414141)   # rbp holds a plain value in the caller
+    layout.word(rbp + 8, ret)
+    ctx = layout.context(pc, SP, {"rbp": rbp}, function_start=lambda address: CODE + 0x200)
+    result = unwind_jit_frame(ctx)
+    assert result.method == "frame-pointer" and result.saved["rbp"] == 0x41414141
+
+
+def test_unreadable_memory_is_not_an_error():
+    layout = Layout()
+    pc = layout.put_jit(0x80, CALL_RAX)
+    sp = STACK_TOP - 16   # scans run off the end of the stack mapping
+    result = unwind_jit_frame(layout.context(pc, sp, {}))
+    assert result.ends_walk
