@@ -104,11 +104,6 @@ class Layout:
     ob_type: int = 8
     tp_name: int = 24
 
-    @property
-    def has_entry_shims(self) -> bool:
-        """3.12+: each eval-loop call pushes a shim frame (owner 3) below its first frame."""
-        return self.frame_is_entry is None
-
 
 def check_supported(version: PyVersion) -> None:
     """Raise :class:`UnsupportedVersionError` unless ``version`` is 3.11 to 3.15."""
