@@ -43,7 +43,8 @@ def _remote_mappings() -> List[Mapping]:
             if perms is None:
                 continue
             path = " ".join(fields[5:]) if len(fields) > 5 else ""
-            mappings.append(Mapping(int(fields[0], 16), int(fields[1], 16), perms, path))
+            mappings.append(Mapping(int(fields[0], 16), int(fields[1], 16), perms, path,
+                                    int(fields[3], 16)))
     return mappings
 
 

@@ -1,13 +1,17 @@
-"""Name JIT frames in ``bt`` (and DAP stack traces) and say how they were unwound.
+"""Name JIT frames in ``bt`` (and DAP stack traces), say how they were unwound, and add
+the Python frames each native frame runs as its elided frames.
 
-The filter is enabled only while the process has JIT code: with no enabled filter GDB
-prints frames natively, which is faster, so processes without JIT pay nothing.
+The filter is enabled only while the process has JIT code or a CPython runtime: with no
+enabled filter GDB prints frames natively, which is faster, so other processes pay
+nothing.
 """
 
 import gdb
 from gdb.FrameDecorator import FrameDecorator
 
 from ..naming import describe_unwind, jit_frame_name
+from .python_frames import interleave, python_thread
+from .python_runtime import is_python_process
 from .settings import debug_log, show_method
 from .state import STATE
 
@@ -58,7 +62,7 @@ def _decorate(decorator):
 
 
 class JitFrameFilter:
-    """Frame filter "jit-unwind": names JIT frames, marks guesses."""
+    """Frame filter "jit-unwind": names JIT frames, marks guesses, adds Python frames."""
 
     name = "jit-unwind"
     priority = 100
@@ -71,7 +75,7 @@ class JitFrameFilter:
         if not self._enabled:
             return False
         try:
-            return STATE.regions().has_jit()
+            return STATE.regions().has_jit() or is_python_process()
         except Exception:
             return False
 
@@ -80,7 +84,15 @@ class JitFrameFilter:
         self._enabled = bool(value)
 
     def filter(self, frame_iter):
-        return map(decorate, _until_walk_ends(frame_iter))
+        frames = map(decorate, _until_walk_ends(frame_iter))
+        try:
+            thread = python_thread()
+        except Exception as error:  # Python frames are a bonus; never lose the native ones
+            debug_log(f"cannot read Python frames: {error!r}")
+            thread = None
+        if thread is None or not thread.frames:
+            return frames
+        return interleave(frames, thread)
 
 
 def _until_walk_ends(frame_iter):

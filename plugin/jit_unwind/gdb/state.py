@@ -18,12 +18,14 @@ class StopState:
         # (pc, sp) of a frame we unwound -> how; (pc, sp) of a caller we found by a guess.
         self.unwound: Dict[Tuple[int, int], Unwound] = {}
         self.guessed: Dict[int, Dict[int, Unwound]] = {}
+        # Anything else worth computing once per stop (the CPython runtime, ...).
+        self.cache: Dict[str, object] = {}
 
     def invalidate(self, *_args) -> None:
         self._regions = None
-        self._key = None
         self.unwound.clear()
         self.guessed.clear()
+        self.cache.clear()
 
     def connect(self) -> None:
         events = gdb.events
@@ -33,13 +35,18 @@ class StopState:
             if registry is not None:
                 registry.connect(self.invalidate)
 
-    def regions(self) -> RegionMap:
+    def check_inferior(self) -> None:
+        """Drop everything when another inferior or process is selected."""
         inferior = gdb.selected_inferior()
         key = (inferior.num, inferior.pid)
-        if self._regions is None or key != self._key:
+        if key != self._key:
             self.invalidate()
-            self._regions, self.problem = build_region_map(inferior)
             self._key = key
+
+    def regions(self) -> RegionMap:
+        self.check_inferior()
+        if self._regions is None:
+            self._regions, self.problem = build_region_map(gdb.selected_inferior())
         return self._regions
 
     def record(self, pc: int, sp: int, unwound: Unwound) -> None:

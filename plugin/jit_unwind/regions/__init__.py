@@ -21,6 +21,7 @@ class Mapping:
     end: int
     perms: str  # "r-xp" style; only r, w, x matter here
     path: str = ""
+    offset: int = 0  # file offset of ``start`` for file-backed mappings
 
     @property
     def executable(self) -> bool:

@@ -65,8 +65,9 @@ def read_core_mappings(path: str) -> Tuple[List[Mapping], Optional[int]]:
                 continue
             start = segment["p_vaddr"]
             end = start + segment["p_memsz"]
-            name = next((f for s, e, f, _ in files if s <= start < e), "")
-            mappings.append(Mapping(start, end, _perms(segment["p_flags"]), name))
+            name, offset = next(((f, o + start - s) for s, e, f, o in files if s <= start < e),
+                                ("", 0))
+            mappings.append(Mapping(start, end, _perms(segment["p_flags"]), name, offset))
     return mappings + _undumped_file_mappings(files, mappings), vdso
 
 
@@ -78,7 +79,8 @@ def _undumped_file_mappings(files, dumped: List[Mapping]) -> List[Mapping]:
     for start, end, path, offset in files:
         if any(m.start < end and start < m.end for m in dumped):
             continue
-        missing.append(Mapping(start, end, _file_perms(path, offset, end - start), path))
+        missing.append(Mapping(start, end, _file_perms(path, offset, end - start), path,
+                               offset))
     return missing
 
 

@@ -15,7 +15,8 @@ def parse_proc_maps(text: str) -> List[Mapping]:
         start, _, end = fields[0].partition("-")
         try:
             mappings.append(Mapping(int(start, 16), int(end, 16), fields[1],
-                                    fields[5].strip() if len(fields) > 5 else ""))
+                                    fields[5].strip() if len(fields) > 5 else "",
+                                    int(fields[2], 16)))
         except ValueError:
             continue
     return mappings

@@ -1,0 +1,130 @@
+"""Python frames under the native frames that run them, for ``bt`` and ``py-mixed-bt``."""
+
+import sys
+from typing import Iterator, List, Optional
+
+import gdb
+from gdb.FrameDecorator import FrameDecorator
+
+from ..cpython import PyFrame, PyThread
+from ..merge import EVAL, JIT, OTHER, Merger, NativeFrameInfo
+from .python_runtime import python_runtime, thread_lwp
+from .state import STATE
+
+EVAL_FUNCTION = "_PyEval_EvalFrameDefault"
+
+
+def classify(frame, level: int) -> NativeFrameInfo:
+    """Is this native frame an eval loop (and which interpreter frame is it running),
+    JIT code, or anything else?"""
+    try:
+        name = frame.name()
+    except gdb.error:
+        name = None
+    if name == EVAL_FUNCTION:
+        return NativeFrameInfo(level, EVAL, _interpreter_frame(frame))
+    pc = frame.pc()
+    lookup = pc if level == 0 else pc - 1
+    if STATE.regions().jit_region_at(lookup) is not None:
+        return NativeFrameInfo(level, JIT)
+    return NativeFrameInfo(level, OTHER)
+
+
+def _interpreter_frame(frame) -> Optional[int]:
+    """The eval loop's ``frame`` variable (``_PyInterpreterFrame *``) when DWARF has it."""
+    try:
+        value = frame.read_var("frame")
+        return int(value) or None
+    except (gdb.error, ValueError, RuntimeError):
+        return None
+
+
+def python_thread(thread=None) -> Optional[PyThread]:
+    """The Python thread state running on GDB's selected (or given) thread."""
+    runtime, _reason = python_runtime()
+    if runtime is None:
+        return None
+    thread = thread or gdb.selected_thread()
+    if thread is None:
+        return None
+    key = f"python-thread-{thread.global_num}"
+    if key not in STATE.cache:
+        STATE.cache[key] = runtime.thread_by_native_id(thread_lwp(thread))
+    return STATE.cache[key]
+
+
+class PythonFrameDecorator(FrameDecorator):
+    """One Python frame, shown as an elided child of the native frame running it."""
+
+    def __init__(self, base, frame: PyFrame):
+        super().__init__(base)
+        self._frame = frame
+
+    def function(self):
+        return f"[py] {self._frame.function}"
+
+    def address(self):
+        # The CLI prints an address before the name unless this is None; GDB's DAP
+        # server needs an address for every frame of a stackTrace.
+        return self._base_pc() if "gdb.dap" in sys.modules else None
+
+    def _base_pc(self):
+        return self.inferior_frame().pc()
+
+    def filename(self):
+        return self._frame.filename
+
+    def line(self):
+        return self._frame.line
+
+    def frame_args(self):
+        return None
+
+    def frame_locals(self):
+        return None
+
+    def elided(self):
+        return None
+
+
+class WithPythonFrames(FrameDecorator):
+    """A native frame decorator that adds the Python frames it runs as elided frames."""
+
+    def __init__(self, base, frames: List[PyFrame]):
+        super().__init__(base)
+        self._frames = frames
+        self._base = base
+
+    def elided(self):
+        children = list(self._base.elided() or [])
+        children += [PythonFrameDecorator(self._base, frame) for frame in self._frames]
+        return iter(children)
+
+
+def _with_python(decorator, frames: List[PyFrame]):
+    return WithPythonFrames(decorator, frames) if frames else decorator
+
+
+def interleave(decorators: Iterator, thread: PyThread) -> Iterator:
+    """Yield ``decorators`` with each native frame's Python frames attached.
+
+    JIT frames are held back until the eval-loop frame below them says which Python
+    frames are newer than its own (those run in JIT code); the last frame is held back
+    so that Python frames no native frame claimed still appear, under it."""
+    merger = Merger(thread.frames)
+    held = []  # (decorator, level) not yet yielded
+
+    def release(count: int):
+        for decorator, level in held[:count]:
+            yield _with_python(decorator, merger.result.by_level.get(level, []))
+        del held[:count]
+
+    for level, decorator in enumerate(decorators):
+        merger.add(classify(decorator.inferior_frame(), level))
+        held.append((decorator, level))
+        if not merger.waiting_for_eval:
+            yield from release(len(held) - 1)
+    result = merger.finish()
+    if held and result.unclaimed:
+        result.by_level.setdefault(held[-1][1], []).extend(result.unclaimed)
+    yield from release(len(held))

@@ -1,0 +1,96 @@
+"""Interleave Python frames with native frames: which native frame runs which Python frame.
+
+Input: the native frames of one thread, innermost first, each classified (an eval-loop
+frame ``_PyEval_EvalFrameDefault``, a JIT frame, anything else) and, for eval-loop frames,
+the ``_PyInterpreterFrame *`` found in the frame (its ``frame`` variable) when the
+debugger could read it; and the thread's Python frames, innermost first.
+
+An eval-loop frame runs the Python frames from its interpreter-frame pointer outwards up
+to and including its entry frame.  Python frames newer than that pointer (pushed by JIT
+code, which keeps the current frame in a register) belong to the JIT frame just above
+the eval loop.  Without a pointer, eval-loop frames take the next group in order
+(counting), which is right as long as no native frame is missing.
+"""
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence
+
+from .cpython.model import PyFrame
+
+EVAL = "eval"
+JIT = "jit"
+OTHER = "other"
+
+
+@dataclass(frozen=True)
+class NativeFrameInfo:
+    level: int
+    kind: str = OTHER
+    interpreter_frame: Optional[int] = None
+
+
+@dataclass
+class Merged:
+    """Python frames per native frame level, and what no native frame claimed."""
+
+    by_level: Dict[int, List[PyFrame]] = field(default_factory=dict)
+    unclaimed: List[PyFrame] = field(default_factory=list)
+    matched_by_pointer: int = 0
+    matched_by_count: int = 0
+
+
+class Merger:
+    """Feed native frames innermost first; ask after each eval-loop frame what to show.
+
+    Incremental so that a GDB frame filter can use it while frames stream by."""
+
+    def __init__(self, python_frames: Sequence[PyFrame]):
+        self._frames = list(python_frames)
+        self._index = {frame.address: i for i, frame in enumerate(self._frames)}
+        self._cursor = 0
+        self._pending_jit: List[int] = []
+        self.result = Merged()
+
+    @property
+    def waiting_for_eval(self) -> bool:
+        """True while JIT frames wait for the eval-loop frame that tells their share."""
+        return bool(self._pending_jit)
+
+    def add(self, native: NativeFrameInfo) -> None:
+        if native.kind == JIT:
+            self._pending_jit.append(native.level)
+        elif native.kind == EVAL:
+            self._add_eval(native)
+
+    def _add_eval(self, native: NativeFrameInfo) -> None:
+        start = self._index.get(native.interpreter_frame) if native.interpreter_frame else None
+        if start is not None and start >= self._cursor:
+            self.result.matched_by_pointer += 1
+        else:
+            start = self._cursor
+            self.result.matched_by_count += 1
+        newer = self._frames[self._cursor:start]
+        if newer:
+            owner = self._pending_jit[0] if self._pending_jit else native.level
+            self.result.by_level.setdefault(owner, []).extend(newer)
+        end = start
+        while end < len(self._frames) and not self._frames[end].is_entry:
+            end += 1
+        end = min(end + 1, len(self._frames))
+        self.result.by_level.setdefault(native.level, []).extend(self._frames[start:end])
+        self._cursor = end
+        self._pending_jit = []
+
+    def finish(self) -> Merged:
+        self.result.unclaimed = self._frames[self._cursor:]
+        self._cursor = len(self._frames)
+        return self.result
+
+
+def merge(native_frames: Sequence[NativeFrameInfo],
+          python_frames: Sequence[PyFrame]) -> Merged:
+    """Which Python frames each native frame runs (see the module docstring)."""
+    merger = Merger(python_frames)
+    for native in native_frames:
+        merger.add(native)
+    return merger.finish()
