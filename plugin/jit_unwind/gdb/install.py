@@ -4,6 +4,7 @@ import gdb
 
 from .commands import InfoJitRegions
 from .frame_filter import JitFrameFilter
+from .mixed_bt import PyMixedBt
 from .settings import register_settings
 from .state import STATE
 from .unwinder import JitUnwinder
@@ -18,6 +19,7 @@ def install() -> None:
         return
     register_settings()
     InfoJitRegions()
+    PyMixedBt()
     STATE.connect()
     gdb.unwinder.register_unwinder(None, JitUnwinder(), replace=True)
     frame_filter = JitFrameFilter()

@@ -4,7 +4,7 @@ from typing import Optional, Tuple
 
 import gdb
 
-from ..cpython import CPythonError, CPythonRuntime, find_runtime
+from ..cpython import CPythonError, CPythonRuntime, find_runtime, version_from_library_name
 from ..elf_lookup import section_address
 from .memory import GdbMemory
 from .state import STATE
@@ -32,6 +32,16 @@ def lookup_symbol(name: str) -> Optional[int]:
     return None
 
 
+def _version_hint():
+    """major.minor from the interpreter's file names (libpython3.10.so, python3.10): lets
+    the error for CPython 3.10 and older name the version."""
+    for objfile in gdb.objfiles():
+        version = version_from_library_name(objfile.filename or "")
+        if version is not None:
+            return version
+    return None
+
+
 def python_runtime() -> Tuple[Optional[CPythonRuntime], str]:
     """The runtime, or None and a one-line reason (cached until the next stop)."""
     STATE.check_inferior()
@@ -42,7 +52,7 @@ def python_runtime() -> Tuple[Optional[CPythonRuntime], str]:
         result = (None, "no process: run a program or load a core file first")
     else:
         try:
-            result = (find_runtime(GdbMemory(), lookup_symbol), "")
+            result = (find_runtime(GdbMemory(), lookup_symbol, _version_hint()), "")
         except CPythonError as error:
             result = (None, str(error))
         except Exception as error:  # never let a Python problem break a backtrace

@@ -1,0 +1,118 @@
+"""``py-mixed-bt``: the mixed native + Python stack, compact, as text or JSON."""
+
+import argparse
+from typing import List, Optional
+
+import gdb
+
+from ..mixed import MixedThread, NativeFrame, mix
+from ..naming import jit_frame_name
+from ..render_mixed import render_text, to_json
+from .python_frames import classify, python_thread
+from .python_runtime import python_runtime, thread_lwp
+from .state import STATE
+
+MAX_FRAMES = 100_000
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise gdb.GdbError(f"py-mixed-bt: {message}. Try \"help py-mixed-bt\".")
+
+
+PARSER = _Parser(prog="py-mixed-bt", add_help=False)
+PARSER.add_argument("--all-threads", "-a", action="store_true")
+PARSER.add_argument("--json", action="store_true")
+PARSER.add_argument("--python-only", "-p", action="store_true")
+
+
+def _native_frame(frame, level: int) -> NativeFrame:
+    info = classify(frame, level)
+    pc = frame.pc()
+    name = jit_frame_name(STATE.regions(), pc, level == 0)
+    if name is None:
+        try:
+            name = frame.name()
+        except gdb.error:
+            name = None
+    filename = line = None
+    try:
+        sal = frame.find_sal()  # GDB looks a caller's line up at pc - 1 itself
+        if sal.symtab is not None:
+            filename, line = sal.symtab.filename, sal.line or None
+    except gdb.error:
+        pass
+    return NativeFrame(level, pc, name or f"{pc:#x}", info.kind, filename, line,
+                       info.interpreter_frame)
+
+
+def _native_frames(thread) -> (List[NativeFrame], str):
+    """The thread's native frames, innermost first, and why the walk ended early."""
+    thread.switch()
+    frames: List[NativeFrame] = []
+    try:
+        frame = gdb.newest_frame()
+    except gdb.error as error:
+        return frames, str(error)
+    while frame is not None and len(frames) < MAX_FRAMES:
+        frames.append(_native_frame(frame, len(frames)))
+        try:
+            frame = frame.older()
+        except gdb.error as error:
+            return frames, str(error)
+    if frame is not None:
+        return frames, f"more than {MAX_FRAMES} frames"
+    return frames, ""
+
+
+def _mixed_thread(thread, python_only: bool) -> MixedThread:
+    python = python_thread(thread)
+    mixed = MixedThread(thread.num, thread_lwp(thread), thread.name, python)
+    if not python_only:
+        natives, mixed.stop_reason = _native_frames(thread)
+        mixed.frames = mix(natives, python)
+    return mixed
+
+
+class PyMixedBt(gdb.Command):
+    """Print the mixed native and Python stack of the selected thread.
+
+Usage: py-mixed-bt [--all-threads] [--json] [--python-only]
+
+Each native frame is followed by the Python frames it is running (function, file and
+line), indented and marked [py]; JIT frames are named as in "bt".  Only memory is read:
+nothing runs in the program, so this works on core files too.
+
+  --all-threads, -a   every thread, with its Python thread name and which one holds
+                      the GIL
+  --json              one JSON document (schema: docs/py-mixed-bt.schema.json)
+  --python-only, -p   only the Python frames, like py-bt; fast, no native unwinding"""
+
+    def __init__(self):
+        super().__init__("py-mixed-bt", gdb.COMMAND_STACK, gdb.COMPLETE_NONE)
+
+    def invoke(self, argument, from_tty):
+        options = PARSER.parse_args(gdb.string_to_argv(argument))
+        inferior = gdb.selected_inferior()
+        if inferior.pid <= 0:
+            raise gdb.GdbError("py-mixed-bt: no process: run a program or load a core file first.")
+        runtime, reason = python_runtime()
+        if runtime is None:
+            raise gdb.GdbError(f"py-mixed-bt: {reason}")
+        selected = gdb.selected_thread()
+        threads = (sorted(inferior.threads(), key=lambda t: t.num) if options.all_threads
+                   else [selected])
+        try:
+            frame = gdb.selected_frame()
+        except gdb.error:
+            frame = None
+        try:
+            mixed = [_mixed_thread(thread, options.python_only) for thread in threads]
+        finally:
+            selected.switch()
+            if frame is not None and frame.is_valid():
+                frame.select()
+        if options.json:
+            gdb.write(to_json(mixed, str(runtime.version), options.python_only) + "\n")
+        else:
+            gdb.write(render_text(mixed, options.python_only) + "\n")

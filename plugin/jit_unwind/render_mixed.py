@@ -1,0 +1,89 @@
+"""Text and JSON for ``py-mixed-bt``: no debugger I/O here, callers print the strings."""
+
+import json
+from typing import Dict, List, Optional
+
+from .cpython.model import PyFrame
+from .mixed import MixedFrame, MixedThread
+
+FORMAT = "jit-unwind/py-mixed-bt/1"
+
+
+def thread_heading(thread: MixedThread) -> str:
+    parts = [f"Thread {thread.number} (LWP {thread.lwp})"]
+    name = thread.python_name or thread.name
+    if name:
+        parts.append(f'"{name}"')
+    if thread.python is None:
+        parts.append("[no Python]")
+    elif thread.python.holds_gil:
+        parts.append("[holds the GIL]")
+    return " ".join(parts) + ":"
+
+
+def _python_line(frame: PyFrame, indent: str) -> str:
+    return f"{indent}[py] {frame}"
+
+
+def _native_line(frame: MixedFrame) -> str:
+    native = frame.native
+    text = f"#{native.level:<3} {native.function}"
+    if native.filename:
+        text += f" at {native.filename}"
+        if native.line:
+            text += f":{native.line}"
+    return text
+
+
+def render_text(threads: List[MixedThread], python_only: bool = False) -> str:
+    """The compact text of ``py-mixed-bt``: native frames with their Python frames under
+    them, or (``python_only``) just the Python frames."""
+    lines = []
+    for thread in threads:
+        lines.append(thread_heading(thread))
+        if python_only:
+            frames = thread.python.frames if thread.python is not None else ()
+            lines += [_python_line(f, "  ") for f in frames]
+            if thread.python is not None and thread.python.stop_reason:
+                lines.append(f"  (Python frames end: {thread.python.stop_reason})")
+        else:
+            for frame in thread.frames:
+                lines.append(_native_line(frame))
+                lines += [_python_line(f, "     ") for f in frame.python]
+            if thread.stop_reason:
+                lines.append(f"(backtrace stopped: {thread.stop_reason})")
+        lines.append("")
+    return "\n".join(lines).rstrip("\n")
+
+
+def _python_json(frame: PyFrame) -> Dict:
+    data = {"function": frame.function, "file": frame.filename, "line": frame.line,
+            "is_entry": frame.is_entry, "address": frame.address}
+    if frame.error:
+        data["error"] = frame.error
+    return data
+
+
+def _native_json(frame: MixedFrame) -> Dict:
+    native = frame.native
+    return {"level": native.level, "kind": native.kind, "pc": native.pc,
+            "function": native.function, "file": native.filename, "line": native.line,
+            "python": [_python_json(f) for f in frame.python]}
+
+
+def to_json(threads: List[MixedThread], python_version: Optional[str],
+            python_only: bool = False) -> str:
+    """One JSON document (schema: docs/py-mixed-bt.schema.json)."""
+    document = {"format": FORMAT, "python_version": python_version, "threads": []}
+    for thread in threads:
+        python = thread.python
+        item = {"number": thread.number, "lwp": thread.lwp, "name": thread.name,
+                "python_name": thread.python_name,
+                "python_thread_id": python.thread_id if python else None,
+                "holds_gil": python.holds_gil if python else None,
+                "python": [_python_json(f) for f in python.frames] if python else []}
+        if not python_only:
+            item["frames"] = [_native_json(f) for f in thread.frames]
+            item["stop_reason"] = thread.stop_reason or None
+        document["threads"].append(item)
+    return json.dumps(document, indent=2)

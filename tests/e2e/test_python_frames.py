@@ -1,0 +1,134 @@
+"""Python frames interleaved with native frames, in bt and py-mixed-bt (GDB 13 and 18)."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import jsonschema
+import pytest
+
+from tests.python_expect import RECURSE, expected_recursion, python_frames_with_parents
+from tests.support import REPO, pyenv_python, run_gdb
+
+VERSIONS = ["3.11.7", "3.12.1", "3.13.0"]
+PRINT_PID = 'python print("inferior-pid", gdb.selected_inferior().pid)'
+EVAL = "_PyEval_EvalFrameDefault"
+
+
+def _remove_perf_map(output):
+    match = re.search(r"inferior-pid (\d+)", output)
+    if match:
+        try:
+            os.unlink(f"/tmp/perf-{match.group(1)}.map")
+        except OSError:
+            pass
+
+
+def _check_bt(output, depth, perf):
+    found = python_frames_with_parents(output)
+    assert [entry for entry, _ in found] == expected_recursion(depth), output
+    assert all(parent == EVAL for _, parent in found), output
+    if perf:
+        # With -X perf every Python call has its own eval loop: one frame each.
+        parents = [line for line in output.splitlines() if re.match(rf"^#\d+ .*{EVAL} ", line)]
+        assert len(parents) == depth + 2, output
+
+
+def _check_mixed(output, depth):
+    found = python_frames_with_parents(output, mixed=True)
+    assert [entry for entry, _ in found] == expected_recursion(depth), output
+    assert all(parent == EVAL for _, parent in found), output
+
+
+@pytest.mark.parametrize("version, perf", [
+    ("3.11.7", False), ("3.12.1", False), ("3.13.0", False),
+    ("3.12.1", True), ("3.13.0", True),   # -X perf exists from 3.12 on
+], ids=["3.11.7", "3.12.1", "3.13.0", "3.12.1-perf", "3.13.0-perf"])
+def test_python_frames_live_and_core(gdb, tmp_path, version, perf):
+    python = pyenv_python(version)
+    options = ["-X", "perf"] if perf else []
+    core = tmp_path / "python.core"
+    live = run_gdb(gdb, ["run", PRINT_PID, "bt", "py-mixed-bt", f"gcore {core}"],
+                   [python, *options, RECURSE])
+    try:
+        bt, _, mixed = live.partition("Thread 1 (LWP")
+        _check_bt(bt, 3, perf)
+        _check_mixed(mixed, 3)
+        assert "[holds the GIL]" in mixed
+        from_core = run_gdb(gdb, ["bt", "py-mixed-bt"], [python], core=core)
+        bt, _, mixed = from_core.partition("Thread 1 (LWP")
+        _check_bt(bt, 3, perf)
+        _check_mixed(mixed, 3)
+    finally:
+        _remove_perf_map(live)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_thousand_deep_recursion(gdb, version):
+    output = run_gdb(gdb, ["run", "bt", "py-mixed-bt --python-only"],
+                     [pyenv_python(version), RECURSE, "1000"])
+    bt, _, python_only = output.partition("Thread 1 (LWP")
+    _check_bt(bt, 1000, perf=False)
+    lines = [l.strip() for l in python_only.splitlines() if l.strip().startswith("[py]")]
+    expected = [f"[py] {f} ({file}:{line})" for f, file, line in expected_recursion(1000)]
+    assert lines == expected
+
+
+def test_stripped_interpreter_uses_debug_offsets(gdb, tmp_path):
+    """3.13 without symbol tables or DWARF: _Py_DebugOffsets alone give Python frames
+    (matched to eval frames by counting, since the frame variable is unreadable)."""
+    python = pyenv_python("3.13.0")
+    prefix = python.parent.parent
+    library = prefix / "lib" / "libpython3.13.so.1.0"
+    stripped = tmp_path / "lib"
+    stripped.mkdir()
+    shutil.copy2(library, stripped / library.name)
+    subprocess.run(["strip", "--strip-all", str(stripped / library.name)], check=True)
+    shutil.copy2(python, tmp_path / python.name)
+    subprocess.run(["strip", "--strip-all", str(tmp_path / python.name)], check=True)
+    env = [f"set environment LD_LIBRARY_PATH {stripped}", f"set environment PYTHONHOME {prefix}"]
+    output = run_gdb(gdb, ["run", "bt", "py-mixed-bt"], [tmp_path / python.name, RECURSE],
+                     before=env)
+    assert str(stripped / library.name) in run_gdb(
+        gdb, ["run", "info sharedlibrary"], [tmp_path / python.name, RECURSE], before=env)
+    bt, _, mixed = output.partition("Thread 1 (LWP")
+    _check_bt(bt, 3, perf=False)
+    _check_mixed(mixed, 3)
+
+
+def test_json_output_follows_the_schema(gdb):
+    schema = json.loads((REPO / "docs" / "py-mixed-bt.schema.json").read_text())
+    output = run_gdb(gdb, ["run", "echo JSON-START\\n", "py-mixed-bt --json",
+                           "echo JSON-END\\n", "echo JSON-START\\n",
+                           "py-mixed-bt --json --python-only --all-threads", "echo JSON-END\\n"],
+                     [pyenv_python("3.12.1"), RECURSE])
+    documents = re.findall(r"JSON-START\n(.*?)JSON-END", output, re.S)
+    assert len(documents) == 2, output
+    for text in documents:
+        document = json.loads(text)
+        jsonschema.validate(document, schema)
+        thread = document["threads"][0]
+        functions = [(f["function"], f["line"]) for f in thread["python"]]
+        expected = [(f, line) for f, _, line in expected_recursion(3)]
+        assert functions == expected
+    mixed = json.loads(documents[0])["threads"][0]["frames"]
+    nested = [(p["function"], p["line"]) for f in mixed for p in f["python"]]
+    assert nested == [(f, line) for f, _, line in expected_recursion(3)]
+    assert all(f["kind"] == "eval" for f in mixed if f["python"])
+
+
+def test_unsupported_python_is_one_clear_line(gdb):
+    output = run_gdb(gdb, ["break main", "run", "py-mixed-bt", "bt 1"],
+                     [pyenv_python("3.10.13")])
+    assert "py-mixed-bt: CPython 3.10 is not supported" in output
+
+
+def test_py_mixed_bt_help_and_errors(gdb):
+    output = run_gdb(gdb, ["help py-mixed-bt", "py-mixed-bt"])
+    assert "Usage: py-mixed-bt [--all-threads] [--json] [--python-only]" in output
+    assert "py-mixed-bt: no process: run a program or load a core file first." in output
+    output = run_gdb(gdb, ["break main", "run", "py-mixed-bt --bogus"],
+                     [pyenv_python("3.12.1"), RECURSE])
+    assert "unrecognized arguments: --bogus" in output
