@@ -43,7 +43,11 @@ def run_gdb(gdb: Path, commands: Sequence[str], program: Sequence[str] = (),
     """Run GDB in batch mode and return everything it printed."""
     argv = [str(gdb), "-nx", "-q", "-batch",
             "-iex", "set debuginfod enabled off", "-iex", "set pagination off",
-            "-iex", "set width 0", "-iex", "set confirm off"]
+            "-iex", "set width 0", "-iex", "set confirm off",
+            # gdb-for-pwndbg's wrapper sets these for its own Python; a CPython under
+            # test must not inherit them.
+            "-iex", "unset environment PYTHONHOME", "-iex", "unset environment PYTHONPATH",
+            "-iex", "unset environment PYTHONNOUSERSITE"]
     if plugin:
         argv += ["-x", str(GDB_INIT)]
     for command in before:

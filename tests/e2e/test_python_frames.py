@@ -9,7 +9,8 @@ import subprocess
 import jsonschema
 import pytest
 
-from tests.python_expect import RECURSE, expected_recursion, python_frames_with_parents
+from tests.python_expect import (RECURSE, expected_recursion, marks,
+                                 python_frames_with_parents)
 from tests.support import REPO, pyenv_python, run_gdb
 
 VERSIONS = ["3.11.7", "3.12.1", "3.13.0"]
@@ -132,3 +133,51 @@ def test_py_mixed_bt_help_and_errors(gdb):
     output = run_gdb(gdb, ["break main", "run", "py-mixed-bt --bogus"],
                      [pyenv_python("3.12.1"), RECURSE])
     assert "unrecognized arguments: --bogus" in output
+
+
+THREADS = REPO / "tests" / "fixtures" / "python" / "three_threads.py"
+_HEADING = re.compile(r'^Thread \d+ \(LWP \d+\) "([^"]+)"( \[holds the GIL\])?:$')
+
+
+def _threads(output):
+    """{python thread name: (holds GIL, [(function, line), ...])} from py-mixed-bt -a -p."""
+    threads, current = {}, None
+    for line in output.splitlines():
+        heading = _HEADING.match(line)
+        if heading:
+            current = heading.group(1)
+            threads[current] = (bool(heading.group(2)), [])
+            continue
+        frame = re.match(r"^\s+\[py\] (\S+) \((.+):(\d+)\)$", line)
+        if frame and current is not None:
+            threads[current][1].append((frame.group(1), frame.group(2), int(frame.group(3))))
+    return threads
+
+
+def _check_threads(output):
+    lines = marks(THREADS)
+    threads = _threads(output)
+    assert set(threads) == {"MainThread", "sleeper", "spinner", "waiter"}, output
+    assert [name for name, (gil, _) in threads.items() if gil] == ["MainThread"], output
+    main = threads["MainThread"][1]
+    assert main == [("main", str(THREADS), lines["main"]),
+                    ("<module>", str(THREADS), lines["module"])], output
+    assert threads["sleeper"][1][0] == ("sleeper", str(THREADS), lines["sleeper"]), output
+    assert threads["waiter"][1][0] == ("waiter", str(THREADS), lines["waiter"]), output
+    spinner = [f for f, file, _ in threads["spinner"][1] if file == str(THREADS)]
+    assert "spinner" in spinner, output
+    for name in ("sleeper", "spinner", "waiter"):
+        assert threads[name][1][-1][0] == "Thread._bootstrap", output
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_all_threads_with_names_and_the_gil(gdb, tmp_path, version):
+    python = pyenv_python(version)
+    core = tmp_path / "threads.core"
+    command = "py-mixed-bt --all-threads --python-only"
+    live = run_gdb(gdb, ["run", command, "echo MIXED\\n", "py-mixed-bt --all-threads",
+                         f"gcore {core}"], [python, THREADS])
+    python_only, _, mixed = live.partition("MIXED\n")
+    _check_threads(python_only)
+    _check_threads(mixed)   # the mixed listing names the same Python frames
+    _check_threads(run_gdb(gdb, [command], [python], core=core))

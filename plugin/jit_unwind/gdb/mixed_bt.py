@@ -5,6 +5,7 @@ from typing import List, Optional
 
 import gdb
 
+from ..cpython.thread_names import read_thread_names
 from ..mixed import MixedThread, NativeFrame, mix
 from ..naming import jit_frame_name
 from ..render_mixed import render_text, to_json
@@ -65,9 +66,10 @@ def _native_frames(thread) -> (List[NativeFrame], str):
     return frames, ""
 
 
-def _mixed_thread(thread, python_only: bool) -> MixedThread:
+def _mixed_thread(thread, python_only: bool, names) -> MixedThread:
     python = python_thread(thread)
-    mixed = MixedThread(thread.num, thread_lwp(thread), thread.name, python)
+    mixed = MixedThread(thread.num, thread_lwp(thread), thread.name, python,
+                        names.get(python.thread_id) if python is not None else None)
     if not python_only:
         natives, mixed.stop_reason = _native_frames(thread)
         mixed.frames = mix(natives, python)
@@ -107,7 +109,8 @@ nothing runs in the program, so this works on core files too.
         except gdb.error:
             frame = None
         try:
-            mixed = [_mixed_thread(thread, options.python_only) for thread in threads]
+            names = read_thread_names(runtime)
+            mixed = [_mixed_thread(thread, options.python_only, names) for thread in threads]
         finally:
             selected.switch()
             if frame is not None and frame.is_valid():
