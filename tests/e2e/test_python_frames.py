@@ -181,3 +181,10 @@ def test_all_threads_with_names_and_the_gil(gdb, tmp_path, version):
     _check_threads(python_only)
     _check_threads(mixed)   # the mixed listing names the same Python frames
     _check_threads(run_gdb(gdb, [command], [python], core=core))
+
+
+def test_disable_frame_filter_removes_python_frames(gdb):
+    output = run_gdb(gdb, ["run", "disable frame-filter global jit-unwind", "bt"],
+                     [pyenv_python("3.12.1"), RECURSE])
+    assert "[py]" not in output
+    assert re.search(rf"^#\d+ .*{EVAL} ", output, re.M), output
