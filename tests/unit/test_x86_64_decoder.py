@@ -93,3 +93,40 @@ def test_frame_pointer_prologue_detection():
     assert starts_frame_pointer(bytes.fromhex("554889e5"))
     assert starts_frame_pointer(bytes.fromhex("f30f1efa554889e5"))
     assert not starts_frame_pointer(bytes.fromhex("4883ec08ffd0"))
+
+
+# The entry trampoline of CPython 3.13.5's JIT (every executor starts with it), as a
+# gcc-built interpreter with clang-19 stencils emits it.
+CPYTHON_313_JIT_SHIM = bytes.fromhex(
+    "55" "4157" "4156" "4155" "4154" "53" "50"   # push rbp, r15..r12, rbx, rax
+    "4889f5"                                     # mov rbp, rsi
+    "488b0d0c0a0000"                             # mov rcx, [rip+0xa0c]
+    "8b01"                                       # mov eax, [rcx]
+    "ffc0"                                       # inc eax
+    "7402"                                       # je +2
+    "8901"                                       # mov [rcx], eax
+    "4989fd"                                     # mov r13, rdi
+    "4989d4"                                     # mov r12, rdx
+    "48891424"                                   # mov [rsp], rdx
+    "90"                                         # nop
+    "e843000000")                                # call trace
+
+
+def test_cpython_313_jit_shim_pushes_every_callee_saved_register():
+    state = decode(CPYTHON_313_JIT_SHIM)
+    assert state.depth == 7 * 8
+    assert state.saved == {"rbp": -8, "r15": -16, "r14": -24, "r13": -32, "r12": -40,
+                           "rbx": -48}   # the pushed rax is scratch, not a save
+    assert "rcx" in state.clobbered   # rbp, r12, r13 are written only after their push
+    assert state.calls == 1
+
+
+def test_forward_jump_over_stack_changes_is_refused():
+    code = bytes.fromhex("7404" "4883ec08" "ffd0")  # je over sub rsp, 8
+    with pytest.raises(DecodeError):
+        decode(code)
+
+
+def test_backward_jump_is_refused():
+    with pytest.raises(DecodeError):
+        decode(bytes.fromhex("90" "74fd" "ffd0"))

@@ -103,6 +103,7 @@ def _imm(code: bytes, pos: int, size: int) -> int:
 class _Simulator:
     def __init__(self) -> None:
         self.state = PrologueState()
+        self.jump_target: Optional[int] = None  # position a conditional jump may go to
 
     def write(self, reg: int) -> None:
         if reg == RSP:
@@ -115,7 +116,10 @@ class _Simulator:
         self.state.depth += 8
         if reg is not None:
             name = REGISTERS[reg]
-            if name not in self.state.saved and name not in self.state.clobbered:
+            # Only callee-saved registers are worth restoring: the others hold nothing
+            # the caller can rely on after a call.
+            if (name in CALLEE_SAVED and name not in self.state.saved
+                    and name not in self.state.clobbered):
                 self.state.saved[name] = -self.state.depth
 
     def store(self, operand: _Operand, reg: int) -> None:
@@ -142,13 +146,29 @@ def decode_prologue(code: bytes, start: int, stop: int) -> PrologueState:
     if limit < 0 or limit > len(code):
         raise DecodeError("pc outside the decoded bytes")
     count = 0
+    # Forward conditional jumps (a counter's overflow check, say) are followed by
+    # falling through; where they land the stack must be as it was when they jumped.
+    landings: Dict[int, int] = {}
     while pos < limit:
         count += 1
         if count > MAX_INSTRUCTIONS:
             raise DecodeError("too many instructions")
+        if pos in landings and landings.pop(pos) != state.depth:
+            raise DecodeError("paths meet with different stack depths")
         pos = _step(code, pos, sim)
+        target = sim.jump_target
+        if target is not None:
+            sim.jump_target = None
+            if target <= pos - 1:
+                raise DecodeError("backward jump")
+            if target <= limit:
+                landings[target] = state.depth
     if pos != limit:
         raise DecodeError("pc is not on an instruction boundary")
+    if any(target < limit for target in landings):
+        raise DecodeError("a jump lands inside an instruction")
+    if pos in landings and landings[pos] != state.depth:
+        raise DecodeError("paths meet with different stack depths")
     return state
 
 
@@ -188,6 +208,15 @@ def _step(code: bytes, pos: int, sim: _Simulator) -> int:  # noqa: C901 - one op
             operand = _modrm(code, pos, rex)
             note("nop")
             return pos + operand.length
+        if 0x80 <= op2 <= 0x8F:  # jcc rel32
+            sim.jump_target = pos + 4 + _imm(code, pos, 4)
+            note("jcc rel32")
+            return pos + 4
+        if op2 in (0xB6, 0xB7, 0xBE, 0xBF, 0xAF) or 0x40 <= op2 <= 0x4F:
+            operand = _modrm(code, pos, rex)  # movzx, movsx, imul, cmovcc: reg <- r/m
+            sim.write(operand.reg)
+            note("load reg")
+            return pos + operand.length
         raise DecodeError(f"unsupported opcode 0f {op2:02x}")
     if 0x50 <= op <= 0x57:
         sim.push((op - 0x50) | ext_b)
@@ -204,6 +233,23 @@ def _step(code: bytes, pos: int, sim: _Simulator) -> int:  # noqa: C901 - one op
     if op == 0x90:
         note("nop")
         return pos
+    if 0x70 <= op <= 0x7F:  # jcc rel8
+        sim.jump_target = pos + 1 + _imm(code, pos, 1)
+        note("jcc rel8")
+        return pos + 1
+    if op == 0x63:  # movsxd reg, r/m32
+        operand = _modrm(code, pos, rex)
+        sim.write(operand.reg)
+        note("movsxd")
+        return pos + operand.length
+    if op == 0xFE:  # inc/dec r/m8
+        operand = _modrm(code, pos, rex)
+        if operand.reg & 7 > 1:
+            raise DecodeError("unsupported fe form")
+        if operand.mod == 3:
+            sim.write(operand.rm)
+        note("inc/dec byte")
+        return pos + operand.length
     if op in (0x68, 0x6A):
         sim.push(None)
         note("push imm")
@@ -305,6 +351,11 @@ def _step(code: bytes, pos: int, sim: _Simulator) -> int:  # noqa: C901 - one op
         if kind == 6:
             sim.push(None)
             note("push r/m")
+            return pos + operand.length
+        if kind in (0, 1):  # inc/dec r/m
+            if operand.mod == 3:
+                sim.write(operand.rm)
+            note("inc/dec")
             return pos + operand.length
         raise DecodeError(f"unsupported ff /{kind}")
     raise DecodeError(f"unsupported opcode {op:02x}")
