@@ -1,32 +1,31 @@
 """Find symbols and sections of mapped ELF files without a debugger's help.
 
-Used where the debugger has no symbol: a stripped CPython keeps ``_PyRuntime`` in its own
-``.PyRuntime`` section, which pyelftools finds in the file; the mappings say where the
-file is loaded.
+Used where asking the debugger is slow or unsafe (inside an unwinder, a symbol lookup
+through the expression evaluator may need the very frame being unwound) or impossible
+(a stripped CPython keeps ``_PyRuntime`` in its own ``.PyRuntime`` section).  The
+mappings say where each file is loaded.
 """
 
-from typing import Dict, Iterable, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Tuple
 
 from .regions import Mapping
 
-_sections: Dict[Tuple[str, str], Optional[Tuple[int, list]]] = {}
+# Opened files, by path: (ELFFile or None, [(p_vaddr, p_offset)] of PT_LOADs).
+_files: Dict[str, Tuple[object, List[Tuple[int, int]]]] = {}
 
 
-def _section_and_loads(path: str, section_name: str):
-    """(section address, [(p_vaddr, p_offset)] of PT_LOADs) of a file, cached."""
-    key = (path, section_name)
-    if key not in _sections:
+def _elf(path: str):
+    """pyelftools' view of ``path`` (kept open; mapped files do not change under us)."""
+    if path not in _files:
         try:
             from elftools.elf.elffile import ELFFile
-            with open(path, "rb") as handle:
-                elf = ELFFile(handle)
-                section = elf.get_section_by_name(section_name)
-                loads = [(seg["p_vaddr"], seg["p_offset"]) for seg in elf.iter_segments()
-                         if seg["p_type"] == "PT_LOAD"]
-                _sections[key] = (section["sh_addr"], loads) if section is not None else None
+            elf = ELFFile(open(path, "rb"))  # noqa: SIM115 - kept for later lookups
+            loads = [(seg["p_vaddr"], seg["p_offset"]) for seg in elf.iter_segments()
+                     if seg["p_type"] == "PT_LOAD"]
+            _files[path] = (elf, loads)
         except Exception:  # not ELF, unreadable, pyelftools missing: no answer
-            _sections[key] = None
-    return _sections[key]
+            _files[path] = (None, [])
+    return _files[path]
 
 
 def load_bias(mapping: Mapping, loads) -> Optional[int]:
@@ -39,22 +38,42 @@ def load_bias(mapping: Mapping, loads) -> Optional[int]:
     return None
 
 
-def section_address(mappings: Iterable[Mapping], section_name: str,
-                    path_hint: str = "") -> Optional[int]:
-    """Run-time address of ``section_name`` in the first mapped file that has it."""
+def _mapped_files(mappings: Iterable[Mapping]):
+    """(path, ELFFile, load bias) of each mapped ELF file, in mapping order."""
     mappings = list(mappings)
     seen = set()
     for mapping in mappings:
         path = mapping.path
-        if not path.startswith("/") or path in seen or path_hint not in path:
+        if not path.startswith("/") or path in seen:
             continue
         seen.add(path)
-        found = _section_and_loads(path, section_name)
-        if found is None:
+        elf, loads = _elf(path)
+        if elf is None:
             continue
-        address, loads = found
-        file_mappings = [m for m in mappings if m.path == path]
-        bias = load_bias(min(file_mappings, key=lambda m: m.offset), loads)
+        first = min((m for m in mappings if m.path == path), key=lambda m: m.offset)
+        bias = load_bias(first, loads)
         if bias is not None:
-            return address + bias
+            yield path, elf, bias
+
+
+def section_address(mappings: Iterable[Mapping], section_name: str) -> Optional[int]:
+    """Run-time address of ``section_name`` in the first mapped file that has it."""
+    for _path, elf, bias in _mapped_files(mappings):
+        section = elf.get_section_by_name(section_name)
+        if section is not None:
+            return section["sh_addr"] + bias
+    return None
+
+
+def symbol_address(mappings: Iterable[Mapping], name: str) -> Optional[int]:
+    """Run-time address of the defined symbol ``name`` in the first mapped file that
+    has it (.dynsym first: exported names, and it survives ``strip``)."""
+    for _path, elf, bias in _mapped_files(mappings):
+        for table in (".dynsym", ".symtab"):
+            section = elf.get_section_by_name(table)
+            if section is None or not hasattr(section, "get_symbol_by_name"):
+                continue
+            for symbol in section.get_symbol_by_name(name) or ():
+                if symbol["st_value"] and symbol["st_shndx"] != "SHN_UNDEF":
+                    return symbol["st_value"] + bias
     return None

@@ -8,7 +8,8 @@ debugger could read it; and the thread's Python frames, innermost first.
 An eval-loop frame runs the Python frames from its interpreter-frame pointer outwards up
 to and including its entry frame.  Python frames newer than that pointer (pushed by JIT
 code, which keeps the current frame in a register) belong to the JIT frame just above
-the eval loop.  Without a pointer, eval-loop frames take the next group in order
+the eval loop.  Without a pointer, JIT frames take the Python frames up to the one
+running their trace's code object, and eval-loop frames take the next group in order
 (counting), which is right as long as no native frame is missing.
 """
 
@@ -24,9 +25,12 @@ OTHER = "other"
 
 @dataclass(frozen=True)
 class NativeFrameInfo:
+    """``code_object``: for a JIT frame, the code object its trace was made from."""
+
     level: int
     kind: str = OTHER
     interpreter_frame: Optional[int] = None
+    code_object: Optional[int] = None
 
 
 @dataclass
@@ -48,7 +52,7 @@ class Merger:
         self._frames = list(python_frames)
         self._index = {frame.address: i for i, frame in enumerate(self._frames)}
         self._cursor = 0
-        self._pending_jit: List[int] = []
+        self._pending_jit: List[NativeFrameInfo] = []
         self.result = Merged()
 
     @property
@@ -58,7 +62,7 @@ class Merger:
 
     def add(self, native: NativeFrameInfo) -> None:
         if native.kind == JIT:
-            self._pending_jit.append(native.level)
+            self._pending_jit.append(native)
         elif native.kind == EVAL:
             self._add_eval(native)
 
@@ -67,12 +71,18 @@ class Merger:
         if start is not None and start >= self._cursor:
             self.result.matched_by_pointer += 1
         else:
-            start = self._cursor
+            start = self._after_jit_code() if self._pending_jit else self._cursor
             self.result.matched_by_count += 1
         newer = self._frames[self._cursor:start]
         if newer:
-            owner = self._pending_jit[0] if self._pending_jit else native.level
+            owner = self._pending_jit[0].level if self._pending_jit else native.level
             self.result.by_level.setdefault(owner, []).extend(newer)
+            if owner != native.level and newer[-1].is_entry:
+                # The JIT code runs this eval loop's entry frame: nothing is left for
+                # the eval loop itself.
+                self._cursor = start
+                self._pending_jit = []
+                return
         end = start
         while end < len(self._frames) and not self._frames[end].is_entry:
             end += 1
@@ -80,6 +90,17 @@ class Merger:
         self.result.by_level.setdefault(native.level, []).extend(self._frames[start:end])
         self._cursor = end
         self._pending_jit = []
+
+    def _after_jit_code(self) -> int:
+        """Without the eval loop's pointer: JIT code runs the Python frames up to the
+        first one (from the innermost) executing the code its trace was made from."""
+        codes = {jit.code_object for jit in self._pending_jit if jit.code_object}
+        for index in range(self._cursor, len(self._frames)):
+            if self._frames[index].code_address in codes:
+                return index + 1
+            if self._frames[index].is_entry:
+                break
+        return self._cursor
 
     def finish(self) -> Merged:
         self.result.unclaimed = self._frames[self._cursor:]

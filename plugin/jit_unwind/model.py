@@ -20,6 +20,12 @@ class Region:
     # Position in its source (line of a perf map): where entries overlap, the later
     # one describes the code that is there now.
     sequence: int = field(default=0, compare=False)
+    # "function": code whose first byte starts a decodable prologue; "shim": an entry
+    # shim (a function that calls frameless code); "trace": frameless code entered
+    # through a shim, whose start is no prologue (CPython's JIT traces).
+    kind: str = field(default="function", compare=False)
+    # The runtime object the code belongs to (CPython: the code object of a JIT trace).
+    owner: int = field(default=0, compare=False)
 
     @property
     def size(self) -> int:

@@ -24,7 +24,7 @@ and name."""
             raise gdb.GdbError("info jit-regions takes no arguments.")
         if gdb.selected_inferior().pid <= 0:
             raise gdb.GdbError("No process: run a program or load a core file first.")
-        regions = STATE.regions()
+        regions = STATE.named_regions()
         if STATE.problem:
             gdb.write(f"warning: {STATE.problem}\n")
         gdb.write(region_table(regions.listing()) + "\n")

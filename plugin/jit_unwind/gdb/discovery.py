@@ -7,6 +7,7 @@ import gdb
 
 from ..model import Region
 from ..regions import Mapping, RegionMap
+from ..elf_lookup import symbol_address
 from ..regions.corefile import read_core_mappings
 from ..regions.jit_interface import read_jit_interface
 from ..regions.perfmap import read_perf_map
@@ -67,10 +68,10 @@ def _mappings(inferior, kind: str) -> Tuple[List[Mapping], List[int], str]:
     return _remote_mappings(), [], ""
 
 
-def _jit_interface_regions() -> List[Region]:
-    try:
-        descriptor = int(gdb.parse_and_eval("(unsigned long)&__jit_debug_descriptor"))
-    except gdb.error:
+def jit_interface_regions(mappings) -> List[Region]:
+    """Object files registered through GDB's JIT interface (listed, left to GDB)."""
+    descriptor = symbol_address(mappings, "__jit_debug_descriptor")
+    if descriptor is None:
         return []
     return read_jit_interface(GdbMemory(), descriptor)
 
@@ -80,6 +81,6 @@ def build_region_map(inferior) -> Tuple[RegionMap, str]:
         return RegionMap(), "no process"
     kind = connection_type(inferior)
     mappings, not_jit, problem = _mappings(inferior, kind)
-    return RegionMap(mappings, read_perf_map(inferior.pid), _jit_interface_regions(),
-                     not_jit, source="core" if kind == "core" else "maps"), problem
+    return RegionMap(mappings, read_perf_map(inferior.pid), (), not_jit,
+                     source="core" if kind == "core" else "maps"), problem
 

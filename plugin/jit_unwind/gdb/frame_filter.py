@@ -43,12 +43,11 @@ def decorate(decorator):
 def _decorate(decorator):
     frame = decorator.inferior_frame()
     pc = frame.pc()
-    regions = STATE.regions()
     innermost = frame.level() == 0
-    name = jit_frame_name(regions, pc, innermost)
     guessed = STATE.guessed.get(pc)
-    if name is None and not guessed:
+    if STATE.regions().jit_region_at(pc if innermost else pc - 1) is None and not guessed:
         return decorator
+    name = jit_frame_name(STATE.named_regions(), pc, innermost)
     sp = _sp(frame)
     parts = [name if name is not None else _base_name(decorator)]
     if guessed and sp in guessed:
@@ -101,9 +100,11 @@ def _until_walk_ends(frame_iter):
     for decorator in frame_iter:
         yield decorator
         frame = decorator.inferior_frame()
-        unwound = STATE.unwound.get((frame.pc(), _sp(frame))) if STATE.unwound else None
-        if unwound is not None and unwound.ends_walk:
-            return
+        pc = frame.pc()
+        if pc in STATE.unwound_pcs:
+            unwound = STATE.unwound.get((pc, _sp(frame)))
+            if unwound is not None and unwound.ends_walk:
+                return
 
 
 def _sp(frame) -> int:

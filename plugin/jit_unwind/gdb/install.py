@@ -4,7 +4,9 @@ import gdb
 
 from .commands import InfoJitRegions
 from .frame_filter import JitFrameFilter
+from .discovery import jit_interface_regions
 from .mixed_bt import PyMixedBt
+from .python_runtime import jit_code_regions
 from .settings import register_settings
 from .state import STATE
 from .unwinder import JitUnwinder
@@ -21,6 +23,8 @@ def install() -> None:
     InfoJitRegions()
     PyMixedBt()
     STATE.connect()
+    STATE.symbol_loaders[:] = [lambda: jit_interface_regions(STATE.regions().mappings),
+                               jit_code_regions]
     gdb.unwinder.register_unwinder(None, JitUnwinder(), replace=True)
     frame_filter = JitFrameFilter()
     gdb.frame_filters[frame_filter.name] = frame_filter

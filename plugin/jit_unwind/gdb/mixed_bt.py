@@ -30,7 +30,8 @@ PARSER.add_argument("--python-only", "-p", action="store_true")
 def _native_frame(frame, level: int) -> NativeFrame:
     info = classify(frame, level)
     pc = frame.pc()
-    name = jit_frame_name(STATE.regions(), pc, level == 0)
+    name = (jit_frame_name(STATE.named_regions(), pc, level == 0)
+            if info.kind == "jit" else None)
     if name is None:
         try:
             name = frame.name()

@@ -25,9 +25,10 @@ def classify(frame, level: int) -> NativeFrameInfo:
         return NativeFrameInfo(level, EVAL, _interpreter_frame(frame))
     pc = frame.pc()
     lookup = pc if level == 0 else pc - 1
-    if STATE.regions().jit_region_at(lookup) is not None:
-        return NativeFrameInfo(level, JIT)
-    return NativeFrameInfo(level, OTHER)
+    if STATE.regions().jit_region_at(lookup) is None:
+        return NativeFrameInfo(level, OTHER)
+    symbol = STATE.named_regions().symbol_at(lookup)
+    return NativeFrameInfo(level, JIT, code_object=symbol.owner if symbol else None)
 
 
 def _interpreter_frame(frame) -> Optional[int]:

@@ -5,30 +5,39 @@ from typing import Optional, Tuple
 import gdb
 
 from ..cpython import CPythonError, CPythonRuntime, find_runtime, version_from_library_name
-from ..elf_lookup import section_address
+from ..cpython.executors import DWARF_FIELDS, executor_layout, read_executors
+from ..elf_lookup import section_address, symbol_address
+from ..regions.cpython_jit import executor_regions
 from .memory import GdbMemory
 from .state import STATE
 
 
 def lookup_symbol(name: str) -> Optional[int]:
-    """Address of a global of the inferior: debug info, else minimal symbols, else (for
-    ``_PyRuntime`` of a stripped interpreter) its ``.PyRuntime`` section."""
+    """Address of a global of the inferior: GDB's debug info, else the mapped files'
+    symbol tables, else (``_PyRuntime`` of a stripped interpreter) its ``.PyRuntime``
+    section.  Never evaluates an expression: this runs inside the unwinder too, where
+    evaluating may need the frame being unwound."""
+    key = f"symbol:{name}"
+    if key in STATE.cache:
+        return STATE.cache[key]
+    address = _debug_info_address(name)
+    if address is None:
+        mappings = STATE.regions().mappings
+        address = symbol_address(mappings, name)
+        if address is None and name == "_PyRuntime":
+            address = section_address(mappings, ".PyRuntime")
+    STATE.cache[key] = address
+    return address
+
+
+def _debug_info_address(name: str) -> Optional[int]:
     for finder in (gdb.lookup_global_symbol, gdb.lookup_static_symbol):
         try:
             symbol = finder(name)
-        except gdb.error:
-            symbol = None
-        if symbol is not None and symbol.is_variable:
-            try:
+            if symbol is not None and symbol.is_variable:
                 return int(symbol.value().address)
-            except gdb.error:
-                pass
-    try:
-        return int(gdb.parse_and_eval(f"(unsigned long)&'{name}'"))
-    except gdb.error:
-        pass
-    if name == "_PyRuntime":
-        return section_address(STATE.regions().mappings, ".PyRuntime")
+        except gdb.error:
+            pass
     return None
 
 
@@ -75,3 +84,56 @@ def thread_lwp(thread) -> int:
     """The kernel thread id GDB's thread runs on (CPython's native_thread_id)."""
     pid, lwp, _tid = thread.ptid
     return lwp or pid
+
+
+def jit_code_regions():
+    """Named regions of the runtime's JIT code (CPython's executors), once per stop."""
+    cached = STATE.cache.get("runtime-jit-regions")
+    if cached is None:
+        cached = []
+        runtime, _reason = python_runtime()
+        if runtime is not None and runtime.version.minor_version >= (3, 13):
+            try:
+                executors = read_executors(GdbMemory(), runtime, _dwarf_executor_layout(runtime),
+                                           lookup_symbol)
+                cached = executor_regions(executors)
+            except CPythonError:
+                cached = []
+        STATE.cache["runtime-jit-regions"] = cached
+    return cached
+
+
+def _dwarf_executor_layout(runtime):
+    """Executor offsets from the interpreter's DWARF when it has them, else None (the
+    built-in table for the version is used)."""
+    offsets = {}
+    for field, (type_name, member) in DWARF_FIELDS.items():
+        offset = dwarf_offset(type_name, member)
+        if offset is None:
+            return None if not offsets else _with(runtime, offsets)
+        offsets[field] = offset
+    return _with(runtime, offsets)
+
+
+def _with(runtime, offsets):
+    try:
+        return executor_layout(runtime.version).with_offsets("DWARF", **offsets)
+    except CPythonError:
+        return None
+
+
+def dwarf_offset(type_name: str, member_path: str):
+    """Byte offset of ``a.b.c`` inside struct ``type_name`` from DWARF, None without."""
+    try:
+        current = gdb.lookup_type(type_name).strip_typedefs()
+    except gdb.error:
+        return None
+    offset = 0
+    for member in member_path.split("."):
+        fields = {f.name: f for f in current.fields()} if current.code == gdb.TYPE_CODE_STRUCT else {}
+        field = fields.get(member)
+        if field is None or not hasattr(field, "bitpos"):
+            return None
+        offset += field.bitpos // 8
+        current = field.type.strip_typedefs()
+    return offset

@@ -58,7 +58,10 @@ def show_method() -> bool:
     return bool(parameter is not None and parameter.value)
 
 
-def debug_log(message: str) -> None:
+def debug_log(message) -> None:
+    """Print ``message`` (a string, or a callable making one: built only when asked)
+    when ``set jit-unwind debug on``."""
     parameter = _parameters.get("debug")
     if parameter is not None and parameter.value:
-        gdb.write(f"jit-unwind: {message}\n")
+        text = message() if callable(message) else message
+        gdb.write(f"jit-unwind: {text}\n")

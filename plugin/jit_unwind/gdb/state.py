@@ -1,11 +1,11 @@
 """Per-stop state: the region map and what the unwinder found, dropped on every event
 that can change them (stop, continue, new object file, exit, memory written)."""
 
-from typing import Dict, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import gdb
 
-from ..model import Unwound
+from ..model import Region, Unwound
 from ..regions import RegionMap
 from .discovery import build_region_map
 
@@ -17,20 +17,29 @@ class StopState:
         self.problem = ""
         # (pc, sp) of a frame we unwound -> how; (pc, sp) of a caller we found by a guess.
         self.unwound: Dict[Tuple[int, int], Unwound] = {}
+        self.unwound_pcs = set()  # lets the frame filter skip reading sp elsewhere
         self.guessed: Dict[int, Dict[int, Unwound]] = {}
         # Anything else worth computing once per stop (the CPython runtime, ...).
         self.cache: Dict[str, object] = {}
+        # Sources of named JIT regions too costly to read unless a pc is in JIT code.
+        self.symbol_loaders: List[Callable[[], List[Region]]] = []
+        self._named = False
 
     def invalidate(self, *_args) -> None:
         self._regions = None
+        self._named = False
         self.unwound.clear()
+        self.unwound_pcs.clear()
         self.guessed.clear()
         self.cache.clear()
 
     def connect(self) -> None:
         events = gdb.events
-        for name in ("stop", "cont", "new_objfile", "clear_objfiles", "exited",
-                     "memory_changed", "inferior_call", "new_inferior", "inferior_deleted"):
+        # Not "stop": nothing changes between a stop and the next resumption ("cont"),
+        # and the map GDB's own stop handling built stays good for the first bt.
+        for name in ("cont", "new_objfile", "clear_objfiles", "exited", "memory_changed",
+                     "inferior_call", "new_inferior", "inferior_deleted",
+                     "user_selected_context_changed"):
             registry = getattr(events, name, None)
             if registry is not None:
                 registry.connect(self.invalidate)
@@ -44,13 +53,28 @@ class StopState:
             self._key = key
 
     def regions(self) -> RegionMap:
-        self.check_inferior()
+        """The region map of this stop; cheap after the first call (the unwinder asks
+        for every frame)."""
         if self._regions is None:
+            self.check_inferior()
             self._regions, self.problem = build_region_map(gdb.selected_inferior())
         return self._regions
 
+    def named_regions(self) -> RegionMap:
+        """The region map with the named JIT regions of runtimes added."""
+        regions = self.regions()
+        if not self._named:
+            self._named = True
+            for loader in self.symbol_loaders:
+                try:
+                    regions.add_symbols(loader())
+                except Exception as error:  # a runtime we cannot read: names only
+                    self.problem = f"cannot read JIT regions: {error}"
+        return regions
+
     def record(self, pc: int, sp: int, unwound: Unwound) -> None:
         self.unwound[(pc, sp)] = unwound
+        self.unwound_pcs.add(pc)
         if unwound.guess and unwound.caller_pc is not None:
             self.guessed.setdefault(unwound.caller_pc, {})[unwound.caller_sp] = unwound
 

@@ -57,17 +57,20 @@ class JitUnwinder(Unwinder):
         return gdb.Value(number).cast(self._u64)
 
     def _unwind(self, pending_frame):
+        regions = STATE.regions()
+        if not regions.has_jit():  # most processes: one attribute check per frame
+            return None
         if self._has_pc:
             pc = pending_frame.pc()
         else:
             pc = int(pending_frame.read_register("rip"))
-        regions = STATE.regions()
-        if not regions.has_jit():
-            return None
         level = pending_frame.level()
         innermost = level == 0
         lookup = pc if innermost else pc - 1
-        if regions.jit_region_at(lookup) is None or regions.is_registered(lookup):
+        if regions.jit_region_at(lookup) is None:
+            return None
+        regions = STATE.named_regions()
+        if regions.is_registered(lookup):
             return None
         arch = pending_frame.architecture()
         if arch.name() != X86_64:
@@ -81,7 +84,7 @@ class JitUnwinder(Unwinder):
                             native_function_start)
         result = unwind_jit_frame(ctx)
         STATE.record(pc, sp, result)
-        debug_log(f"frame #{level} pc={pc:#x} sp={sp:#x}: {result}")
+        debug_log(lambda: f"frame #{level} pc={pc:#x} sp={sp:#x}: {result}")
 
         id_sp = result.cfa if result.cfa is not None else sp
         id_pc = result.frame_start if result.frame_start is not None else pc

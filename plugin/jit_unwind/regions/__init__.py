@@ -82,6 +82,19 @@ class RegionMap:
             if m.executable and m.anonymous and m.start not in skip)
         self.symbols = _SortedRanges(symbols)
         self.registered = _SortedRanges(registered)
+        # Results worth keeping for this stop, e.g. decoded function starts by pc: a
+        # recursion through JIT code asks about the same few pcs thousands of times.
+        self.memo: dict = {}
+
+    def add_symbols(self, symbols: Sequence[Region]) -> None:
+        """Add named entries found later (a runtime's JIT code, GDB's JIT interface),
+        read only once a pc turns out to be in JIT code."""
+        registered = [s for s in symbols if s.source == "gdb-jit"]
+        named = [s for s in symbols if s.source != "gdb-jit"]
+        if named:
+            self.symbols = _SortedRanges(list(self.symbols) + named)
+        if registered:
+            self.registered = _SortedRanges(list(self.registered) + registered)
 
     # -- questions the unwinder asks ---------------------------------------------------
     def jit_region_at(self, address: int) -> Optional[Region]:

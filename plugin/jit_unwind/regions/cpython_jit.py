@@ -21,7 +21,9 @@ def executor_regions(executors: Iterable[Executor]) -> List[Region]:
         label = executor.description
         if executor.has_shim:
             regions.append(Region(executor.jit_code, executor.shim_end, REGION_SOURCE,
-                                  f"[jit shim] {label}"))
+                                  f"[jit shim] {label}", kind="shim",
+                                  owner=executor.code_address))
         regions.append(Region(executor.shim_end, executor.end, REGION_SOURCE,
-                              f"[jit] {label} trace {executor.jit_code:#x}"))
+                              f"[jit] {label} trace {executor.jit_code:#x}", kind="trace",
+                              owner=executor.code_address))
     return regions

@@ -23,9 +23,16 @@ STRATEGIES: List[Tuple[str, Strategy]] = [
 ]
 
 
+# Frameless code entered through an entry shim (CPython's JIT traces): its start is no
+# prologue and rbp holds data, so only the shim's return slot, or a guess, can tell.
+TRACE_STRATEGIES = [item for item in STRATEGIES if item[0] in ("entry-record", "stack-scan")]
+
+
 def unwind_jit_frame(ctx: UnwindContext) -> Unwound:
     """The caller of the JIT frame in ``ctx``; ``ends_walk`` when nothing worked."""
-    for _name, strategy in STRATEGIES:
+    symbol = ctx.symbol()
+    strategies = TRACE_STRATEGIES if symbol is not None and symbol.kind == "trace" else STRATEGIES
+    for _name, strategy in strategies:
         result = strategy(ctx)
         if result is None:
             continue

@@ -30,8 +30,12 @@ class UnwindContext:
 
     def function_start(self) -> Optional[int]:
         """Start of this frame's function when a perf map or runtime says so."""
-        symbol = self.regions.symbol_at(self.lookup_pc)
+        symbol = self.symbol()
         return symbol.start if symbol is not None else None
+
+    def symbol(self) -> Optional[Region]:
+        """The named entry (perf map, runtime) holding this frame's pc."""
+        return self.regions.symbol_at(self.lookup_pc)
 
     def region(self) -> Optional[Region]:
         return self.regions.jit_region_at(self.lookup_pc)

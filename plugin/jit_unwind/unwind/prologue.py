@@ -20,8 +20,11 @@ FUNCTION_END = (0xC3, 0xCC)
 
 
 def unwind_known_start(ctx: UnwindContext) -> Optional[Unwound]:
-    start = ctx.function_start()
-    if start is None or not 0 <= ctx.pc - start <= MAX_PROLOGUE:
+    symbol = ctx.symbol()
+    if symbol is None or symbol.kind == "trace":
+        return None
+    start = symbol.start
+    if not 0 <= ctx.pc - start <= MAX_PROLOGUE:
         return None
     try:
         code = ctx.memory.read(start, ctx.pc - start)
@@ -32,10 +35,26 @@ def unwind_known_start(ctx: UnwindContext) -> Optional[Unwound]:
 
 
 def find_function_start(ctx: UnwindContext, pc: int) -> Optional[Tuple[int, PrologueState]]:
+    """:func:`search_function_start`, remembered per pc for this stop."""
+    key = ("function-start", pc)
+    if key not in ctx.regions.memo:
+        ctx.regions.memo[key] = search_function_start(ctx, pc)
+    return ctx.regions.memo[key]
+
+
+def search_function_start(ctx: UnwindContext, pc: int) -> Optional[Tuple[int, PrologueState]]:
     """Search backwards from ``pc`` for a function start whose straight-line decode
     reaches ``pc`` exactly.  Only anchored starts count (an ``endbr64``, the start of the
     region, or right after a ``ret``/``int3``); the furthest such start wins, since a
-    shorter decode could begin inside the real prologue."""
+    shorter decode could begin inside the real prologue.  A start that a perf map or a
+    runtime names is used as it is."""
+    symbol = ctx.regions.symbol_at(pc - 1)
+    if symbol is not None and symbol.kind != "trace" and 0 < pc - symbol.start <= MAX_PROLOGUE:
+        code = ctx.memory.try_read(symbol.start, pc - symbol.start)
+        try:
+            return (symbol.start, decode_prologue(code, symbol.start, pc)) if code else None
+        except DecodeError:
+            return None
     region = ctx.regions.jit_region_at(pc - 1)
     low = max(pc - SEARCH_WINDOW, region.start if region is not None else pc - SEARCH_WINDOW)
     try:
