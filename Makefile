@@ -9,7 +9,7 @@ APT_PACKAGES := gdb gcc make python3 python3-venv python3-pyelftools python3-tab
 FIXTURE_CFLAGS := -O0 -g -fno-omit-frame-pointer -Wall -Wextra
 PYTEST_ARGS ?=
 
-.PHONY: demo test apt-deps venv fixtures clean
+.PHONY: demo test apt-deps venv fixtures jit-python clean
 
 demo: apt-deps $(BUILD)/toyjit
 	@echo "== toy JIT: C -> JIT (frame pointer) -> C -> JIT (frameless, via trampoline) -> C, stopped by SIGTRAP"
@@ -37,7 +37,12 @@ $(VENV)/.installed: requirements-test.txt setup.cfg
 	$(VENV)/bin/python -m pip install -q -e .
 	touch $@
 
-fixtures: $(BUILD)/toyjit
+fixtures: $(BUILD)/toyjit $(BUILD)/deepstack jit-python
+
+# CPython 3.13 with the JIT, built once per machine into ~/.cache/jit-unwind (~20 min on
+# 2 cores the first time; the script returns at once when the build is there).
+jit-python:
+	tests/fixtures/build_cpython_jit.sh
 
 $(BUILD)/%: tests/fixtures/%.c
 	@mkdir -p $(BUILD)

@@ -73,13 +73,16 @@ class BtFrame:
 
 
 _FRAME = re.compile(r"^#(\d+)\s+(?:0x[0-9a-f]+ in )?(.*?) \(")
+# Names jit-unwind gives ("[jit] f (app.py:3) trace 0x...", "[jit 0x...+0x10] [via ...]")
+# hold spaces and parentheses; such frames have no arguments, so the name runs to " ()".
+_JIT_FRAME = re.compile(r"^#(\d+)\s+(?:0x[0-9a-f]+ in )?(\[.*?) \(\)$")
 
 
 def parse_backtrace(output: str) -> List[BtFrame]:
     """Frames of the last ``bt`` in ``output`` (a new #0 starts a new backtrace)."""
     frames: List[BtFrame] = []
     for line in output.splitlines():
-        match = _FRAME.match(line)
+        match = _JIT_FRAME.match(line) or _FRAME.match(line)
         if match is None:
             continue
         level = int(match.group(1))

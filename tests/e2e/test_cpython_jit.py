@@ -1,0 +1,167 @@
+"""CPython 3.13's JIT under GDB 13 and 18: executors unwound, named, and their Python
+frames shown; live and from a core."""
+
+import re
+
+import pytest
+
+from tests.jit_python import jit_python
+from tests.python_expect import SCRIPTS, marks, python_frames_with_parents
+from tests.support import assert_no_unnamed_frames, parse_backtrace, run_gdb
+
+SCRIPT = SCRIPTS / "jit_scenarios.py"
+JIT_ON = "set environment PYTHON_JIT=1"
+EVAL = "_PyEval_EvalFrameDefault"
+TRACE = re.compile(r"^\[jit\] (\S+) \((.+):(\d+)\) trace 0x[0-9a-f]+$")
+SHIM = re.compile(r"^\[jit shim\] (\S+) \((.+):(\d+)\)$")
+
+
+def _jit_activations(frames, output):
+    """[(function of the trace, index of its frame)] after checking each JIT activation
+    is exactly trace, shim, eval loop, with trace and shim named after one function."""
+    activations = []
+    for index, frame in enumerate(frames):
+        trace = TRACE.match(frame.function)
+        if trace is None:
+            shim_of_a_trace = index > 0 and TRACE.match(frames[index - 1].function)
+            assert shim_of_a_trace or not frame.function.startswith("[jit"), output
+            continue
+        shim = SHIM.match(frames[index + 1].function)
+        assert shim is not None, output
+        assert shim.group(1) == trace.group(1) and shim.group(2) == str(SCRIPT), output
+        assert frames[index + 2].function == EVAL, output
+        activations.append((trace.group(1), index))
+    return activations
+
+
+def _check_walk(frames, output):
+    """No unnamed frame, no guess, and the walk reaches the thread's first frame."""
+    assert_no_unnamed_frames(frames)
+    names = [f.function for f in frames]
+    assert "Py_BytesMain" in names or names[-1] in ("clone3", "clone"), output
+    assert "guess" not in output, output
+
+
+def _live_and_core(gdb, tmp_path, scenario, commands=("run",), bt="bt"):
+    python = jit_python()
+    core = tmp_path / "jit.core"
+    live = run_gdb(gdb, [JIT_ON, *commands, bt, f"gcore {core}"],
+                   [python, SCRIPT, scenario])
+    assert core.exists(), live
+    return live, run_gdb(gdb, [bt], [python], core=core)
+
+
+def _python_under(output, parent_pattern):
+    """Python frames (function, line) listed under native frames matching a pattern."""
+    return [(entry[0], entry[2]) for entry, parent in python_frames_with_parents(output)
+            if re.match(parent_pattern, parent or "")]
+
+
+def test_kill_from_a_trace(gdb, tmp_path):
+    lines = marks(SCRIPT)
+    for output in _live_and_core(gdb, tmp_path, "kill"):
+        frames = parse_backtrace(output)
+        _check_walk(frames, output)
+        assert _jit_activations(frames, output) == [("hot", _index(frames, "[jit] hot"))]
+        assert frames[_index(frames, "[jit] hot") - 1].function == "os_kill"  # called by JIT code
+        everything = [(e[0], e[2]) for e, _ in python_frames_with_parents(output)]
+        assert everything == [("leaf", lines["leaf-kill"]), ("hot", lines["hot"]),
+                              ("<module>", lines["module"])], output
+        assert _python_under(output, r"\[jit\]") == everything[:2], output
+
+
+def _index(frames, prefix):
+    return next(i for i, f in enumerate(frames) if f.function.startswith(prefix))
+
+
+def test_side_exits_between_executors(gdb, tmp_path):
+    for output in _live_and_core(gdb, tmp_path, "branchy"):
+        frames = parse_backtrace(output)
+        _check_walk(frames, output)
+        assert [name for name, _ in _jit_activations(frames, output)] == ["branchy"]
+
+
+def test_jit_c_python_jit_nesting(gdb, tmp_path):
+    lines = marks(SCRIPT)
+    for output in _live_and_core(gdb, tmp_path, "nested"):
+        frames = parse_backtrace(output)
+        _check_walk(frames, output)
+        assert [name for name, _ in _jit_activations(frames, output)] == ["key", "nested"]
+        everything = [(e[0], e[2]) for e, _ in python_frames_with_parents(output)]
+        assert everything == [("key", lines["key"]), ("nested", lines["nested"]),
+                              ("<module>", lines["module"])], output
+
+
+def test_two_threads_in_jit_code(gdb, tmp_path):
+    for output in _live_and_core(gdb, tmp_path, "threads", bt="thread apply all bt"):
+        per_thread = re.split(r"^Thread \d+ \(Thread ", output, flags=re.M)[1:]
+        assert len(per_thread) == 3, output
+        spinning = 0
+        for text in per_thread:
+            frames = parse_backtrace(text)
+            _check_walk(frames, text)
+            activations = _jit_activations(frames, text)
+            spinning += [name for name, _ in activations] == ["spin"]
+        assert spinning == 2, output
+
+
+def test_deep_recursion_through_jit_code(gdb, tmp_path):
+    lines = marks(SCRIPT)
+    for output in _live_and_core(gdb, tmp_path, "recursion"):
+        frames = parse_backtrace(output)
+        _check_walk(frames, output)
+        assert all(name == "descend" for name, _ in _jit_activations(frames, output))
+        python = [(e[0], e[2]) for e, _ in python_frames_with_parents(output)]
+        assert python[0] == ("descend", lines["descend-kill"]), output
+        assert python[1:501] == [("descend", lines["descend"])] * 500, output
+        assert python[501:] == [("recursion", lines["recursion"]),
+                                ("<module>", lines["module"])], output
+
+
+def _registers(output, marker):
+    block = output.split(marker, 1)[1]
+    return {name: int(value, 16) for name, value in
+            re.findall(r"^(rbx|rbp|rsp|r12|r13|r14|r15)\s+(0x[0-9a-f]+)", block, re.M)[:7]}
+
+
+def test_eval_loop_registers_match_the_return_from_jit_code(gdb):
+    """The eval loop's callee-saved registers as recovered across the JIT frames equal
+    the ones it has when the shim returns to it: the ground truth."""
+    python = jit_python()
+    first = run_gdb(gdb, [JIT_ON, "run", "bt"], [python, SCRIPT, "kill"])
+    frames = parse_backtrace(first)
+    eval_level = frames[_index(frames, "[jit shim]") + 1].level
+    regs = "info registers rbx rbp rsp r12 r13 r14 r15"
+    output = run_gdb(gdb, [
+        JIT_ON, "run", f"frame {eval_level}", "echo RECOVERED\\n", regs,
+        "python gdb.execute('tbreak *%d' % gdb.selected_frame().pc())", "continue",
+        "echo RETURNED\\n", regs], [python, SCRIPT, "kill"])
+    recovered = _registers(output, "RECOVERED\n")
+    returned = _registers(output, "RETURNED\n")
+    assert len(recovered) == 7 and recovered == returned, output
+
+
+def test_the_issue_scenario_break_on_os_getpid(gdb):
+    """break os_getpid, ignore 200000 hits, continue: GDB used to print 14 garbage
+    frames after PyObject_Vectorcall."""
+    output = run_gdb(gdb, [JIT_ON, "break os_getpid", "run", "ignore 1 200000", "continue",
+                           "bt"], [jit_python(), SCRIPT, "getpid"])
+    frames = parse_backtrace(output)
+    _check_walk(frames, output)
+    assert frames[0].function == "os_getpid"
+    assert [name for name, _ in _jit_activations(frames, output)] == ["hot"]
+    assert "_PyRuntime" not in [f.function for f in frames]
+
+
+@pytest.mark.parametrize("scenario", ["kill", "nested"])
+def test_jit_off_is_left_alone(gdb, scenario):
+    """PYTHON_JIT=0: the plugin changes no native frame (it only adds Python frames)."""
+    program = [jit_python(), SCRIPT, scenario]
+    commands = ["set environment PYTHON_JIT=0", "run", "bt"]
+    with_plugin = run_gdb(gdb, commands, program)
+    without = run_gdb(gdb, commands, program, plugin=False)
+    assert "[jit" not in with_plugin
+    # The same frames at the same places (argument values vary from run to run).
+    native = lambda text: [(l.split(" (")[0].split(" in ")[-1], l.rpartition(" at ")[2])  # noqa: E731
+                           for l in text.splitlines() if l.startswith("#")]
+    assert native(with_plugin) == native(without) != []
