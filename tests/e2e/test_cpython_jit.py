@@ -42,13 +42,14 @@ def _check_walk(frames, output):
     assert "guess" not in output, output
 
 
-def _live_and_core(gdb, tmp_path, scenario, commands=("run",), bt="bt"):
+def _live_and_core(gdb, tmp_path, scenario, commands=("run",), show=("bt",)):
+    """Output of the ``show`` commands on the live process and on its core file."""
     python = jit_python()
     core = tmp_path / "jit.core"
-    live = run_gdb(gdb, [JIT_ON, *commands, bt, f"gcore {core}"],
+    live = run_gdb(gdb, [JIT_ON, *commands, *show, f"gcore {core}"],
                    [python, SCRIPT, scenario])
     assert core.exists(), live
-    return live, run_gdb(gdb, [bt], [python], core=core)
+    return live, run_gdb(gdb, list(show), [python], core=core)
 
 
 def _python_under(output, parent_pattern):
@@ -59,7 +60,11 @@ def _python_under(output, parent_pattern):
 
 def test_kill_from_a_trace(gdb, tmp_path):
     lines = marks(SCRIPT)
-    for output in _live_and_core(gdb, tmp_path, "kill"):
+    live, from_core = _live_and_core(gdb, tmp_path, "kill", show=("bt", "info jit-regions"))
+    for output in (live, from_core):
+        # info jit-regions lists each executor's shim and trace with its function.
+        assert re.search(r"^0x[0-9a-f]+\s+0x[0-9a-f]+\s+0x70\s+cpython-jit\s+"
+                         rf"\[jit shim\] hot \({re.escape(str(SCRIPT))}:\d+\)$", output, re.M), output
         frames = parse_backtrace(output)
         _check_walk(frames, output)
         assert _jit_activations(frames, output) == [("hot", _index(frames, "[jit] hot"))]
@@ -75,10 +80,16 @@ def _index(frames, prefix):
 
 
 def test_side_exits_between_executors(gdb, tmp_path):
+    """The stop is in a side exit's trace: its return slot is in another executor's
+    shim (the one the eval loop entered)."""
     for output in _live_and_core(gdb, tmp_path, "branchy"):
         frames = parse_backtrace(output)
         _check_walk(frames, output)
-        assert [name for name, _ in _jit_activations(frames, output)] == ["branchy"]
+        [(name, index)] = _jit_activations(frames, output)
+        assert name == "branchy"
+        trace_executor = int(re.search(r"trace (0x[0-9a-f]+)", frames[index].function)[1], 16)
+        shim_pc = int(re.search(r"^#\d+\s+(0x[0-9a-f]+)", frames[index + 1].line)[1], 16)
+        assert not trace_executor <= shim_pc < trace_executor + 0x70, output
 
 
 def test_jit_c_python_jit_nesting(gdb, tmp_path):
@@ -93,7 +104,7 @@ def test_jit_c_python_jit_nesting(gdb, tmp_path):
 
 
 def test_two_threads_in_jit_code(gdb, tmp_path):
-    for output in _live_and_core(gdb, tmp_path, "threads", bt="thread apply all bt"):
+    for output in _live_and_core(gdb, tmp_path, "threads", show=("thread apply all bt",)):
         per_thread = re.split(r"^Thread \d+ \(Thread ", output, flags=re.M)[1:]
         assert len(per_thread) == 3, output
         spinning = 0

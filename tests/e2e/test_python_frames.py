@@ -11,6 +11,7 @@ import pytest
 
 from tests.python_expect import (RECURSE, expected_recursion, marks,
                                  python_frames_with_parents)
+from tests.jit_python import jit_python
 from tests.support import REPO, pyenv_python, run_gdb
 
 VERSIONS = ["3.11.7", "3.12.1", "3.13.0"]
@@ -170,12 +171,15 @@ def _check_threads(output):
         assert threads[name][1][-1][0] == "Thread._bootstrap", output
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", VERSIONS + ["3.13-jit"])
 def test_all_threads_with_names_and_the_gil(gdb, tmp_path, version):
-    python = pyenv_python(version)
+    """One thread sleeps in C, one spins in a hot loop (JIT code on the JIT build), one
+    waits on a lock, and the main thread holds the GIL."""
+    python = jit_python() if version == "3.13-jit" else pyenv_python(version)
+    jit = ["set environment PYTHON_JIT=1"] if version == "3.13-jit" else []
     core = tmp_path / "threads.core"
     command = "py-mixed-bt --all-threads --python-only"
-    live = run_gdb(gdb, ["run", command, "echo MIXED\\n", "py-mixed-bt --all-threads",
+    live = run_gdb(gdb, [*jit, "run", command, "echo MIXED\\n", "py-mixed-bt --all-threads",
                          f"gcore {core}"], [python, THREADS])
     python_only, _, mixed = live.partition("MIXED\n")
     _check_threads(python_only)
