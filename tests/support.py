@@ -97,8 +97,13 @@ def assert_no_unnamed_frames(frames: List[BtFrame]) -> None:
     assert not unnamed, "frames without a name:\n" + "\n".join(unnamed)
 
 
-def remove_perf_map(pid_text: str) -> None:
-    for pid in set(re.findall(r"process (\d+)", pid_text)):
+# A GDB command that prints the inferior's pid, for remove_perf_map().
+PRINT_PID = 'python print("inferior-pid", gdb.selected_inferior().pid)'
+
+
+def remove_perf_map(output: str) -> None:
+    """Delete the perf map of the process whose pid PRINT_PID printed in ``output``."""
+    for pid in set(re.findall(r"inferior-pid (\d+)", output)):
         try:
             os.unlink(f"/tmp/perf-{pid}.map")
         except OSError:

@@ -4,24 +4,13 @@ import re
 
 import pytest
 
-from tests.support import fixture_binary, run_gdb
+from tests.support import PRINT_PID, fixture_binary, remove_perf_map, run_gdb
 
-PRINT_PID = 'python print("inferior-pid", gdb.selected_inferior().pid)'
 ROW = re.compile(r"^(0x[0-9a-f]+)\s+(0x[0-9a-f]+)\s+(0x[0-9a-f]+)\s+(\S+)\s*(.*)$")
 
 
 def _rows(output):
     return [m.groups() for m in map(ROW.match, output.splitlines()) if m]
-
-
-def _cleanup(output):
-    match = re.search(r"inferior-pid (\d+)", output)
-    if match:
-        import os
-        try:
-            os.unlink(f"/tmp/perf-{match.group(1)}.map")
-        except OSError:
-            pass
 
 
 def test_info_jit_regions_lists_mappings_and_perf_map_entries(gdb, tmp_path):
@@ -32,7 +21,7 @@ def test_info_jit_regions_lists_mappings_and_perf_map_entries(gdb, tmp_path):
     try:
         from_core = run_gdb(gdb, ["info jit-regions"], [toyjit], core=core)
     finally:
-        _cleanup(live)
+        remove_perf_map(live)
     assert re.search(r"^start\s+end\s+size\s+source\s+name$", live, re.M), live
     for output, mapping_source in ((live, "maps"), (from_core, "core")):
         rows = _rows(output)

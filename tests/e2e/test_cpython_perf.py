@@ -1,16 +1,13 @@
 """CPython 3.12/3.13 with -X perf: every Python call runs through a perf trampoline in
 anonymous memory.  Without the plugin GDB loses the stack at the first one."""
 
-import os
-import re
 
 import pytest
 
-from tests.support import (REPO, assert_no_unnamed_frames, parse_backtrace, pyenv_python,
-                           run_gdb)
+from tests.support import (PRINT_PID, REPO, assert_no_unnamed_frames, parse_backtrace,
+                           pyenv_python, remove_perf_map, run_gdb)
 
 SCRIPT = REPO / "tests" / "fixtures" / "python" / "recurse_sigtrap.py"
-PRINT_PID = 'python print("inferior-pid", gdb.selected_inferior().pid)'
 
 
 def _trampoline_names(frames):
@@ -37,7 +34,6 @@ def test_perf_trampolines_are_unwound_and_named(gdb, tmp_path, version):
     core = tmp_path / "python.core"
     live = run_gdb(gdb, ["run", PRINT_PID, "bt", f"gcore {core}"],
                    [python, "-X", "perf", SCRIPT])
-    pid = re.search(r"inferior-pid (\d+)", live).group(1)
     try:
         _check(parse_backtrace(live), live)
         assert core.exists(), live
@@ -45,10 +41,7 @@ def test_perf_trampolines_are_unwound_and_named(gdb, tmp_path, version):
         from_core = run_gdb(gdb, ["bt"], [python], core=core)
         _check(parse_backtrace(from_core), from_core)
     finally:
-        try:
-            os.unlink(f"/tmp/perf-{pid}.map")
-        except OSError:
-            pass
+        remove_perf_map(live)
 
 
 def test_without_the_plugin_gdb_loses_the_stack(gdb):

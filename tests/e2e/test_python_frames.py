@@ -1,7 +1,6 @@
 """Python frames interleaved with native frames, in bt and py-mixed-bt (GDB 13 and 18)."""
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -12,20 +11,10 @@ import pytest
 from tests.python_expect import (RECURSE, expected_recursion, marks,
                                  python_frames_with_parents)
 from tests.jit_python import jit_python
-from tests.support import REPO, pyenv_python, run_gdb
+from tests.support import PRINT_PID, REPO, pyenv_python, remove_perf_map, run_gdb
 
 VERSIONS = ["3.11.7", "3.12.1", "3.13.0"]
-PRINT_PID = 'python print("inferior-pid", gdb.selected_inferior().pid)'
 EVAL = "_PyEval_EvalFrameDefault"
-
-
-def _remove_perf_map(output):
-    match = re.search(r"inferior-pid (\d+)", output)
-    if match:
-        try:
-            os.unlink(f"/tmp/perf-{match.group(1)}.map")
-        except OSError:
-            pass
 
 
 def _check_bt(output, depth, perf):
@@ -64,7 +53,7 @@ def test_python_frames_live_and_core(gdb, tmp_path, version, perf):
         _check_bt(bt, 3, perf)
         _check_mixed(mixed, 3)
     finally:
-        _remove_perf_map(live)
+        remove_perf_map(live)
 
 
 @pytest.mark.parametrize("version", VERSIONS)

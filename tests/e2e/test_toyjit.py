@@ -1,29 +1,13 @@
 """The toy JIT under real GDB 13 and 18: live process and a gcore core file."""
 
-import re
 
 import pytest
 
-from tests.support import (assert_no_unnamed_frames, fixture_binary, parse_backtrace,
-                           run_gdb)
+from tests.support import (PRINT_PID, assert_no_unnamed_frames, fixture_binary,
+                           parse_backtrace, remove_perf_map, run_gdb)
 from tests.toyjit_expect import check_backtrace
 
 SHOW_METHOD = "set jit-unwind show-method on"
-PRINT_PID = 'python print("inferior-pid", gdb.selected_inferior().pid)'
-
-
-def _pid(output: str) -> int:
-    return int(re.search(r"inferior-pid (\d+)", output).group(1))
-
-
-def _cleanup_perf_map(output: str) -> None:
-    match = re.search(r"inferior-pid (\d+)", output)
-    if match:
-        try:
-            import os
-            os.unlink(f"/tmp/perf-{match.group(1)}.map")
-        except OSError:
-            pass
 
 
 def live_then_core(gdb, tmp_path, args, stop_commands=("run",)):
@@ -37,7 +21,7 @@ def live_then_core(gdb, tmp_path, args, stop_commands=("run",)):
         assert core.exists(), live
         from_core = run_gdb(gdb, [SHOW_METHOD, "bt"], [toyjit], core=core)
     finally:
-        _cleanup_perf_map(live)
+        remove_perf_map(live)
     return live, from_core
 
 

@@ -20,6 +20,7 @@ from typing import Callable, Dict, Iterator, List, Optional, Sequence
 from elftools.elf.elffile import ELFFile
 
 from jit_unwind.target import Memory, MemoryReadError
+from tests.python_expect import marks
 from tests.support import REPO, pyenv_python
 
 FIXTURES = REPO / "tests" / "fixtures" / "python"
@@ -49,14 +50,7 @@ class ProcMemory(Memory):
         os.close(self._fd)
 
 
-def marker_lines(path: Path) -> Dict[str, int]:
-    """``{name: line}`` for each ``# MARK: name`` comment of a script."""
-    marks = {}
-    for number, text in enumerate(path.read_text().splitlines(), start=1):
-        match = re.search(r"# MARK: ([\w-]+)", text)
-        if match:
-            marks[match.group(1)] = number
-    return marks
+marker_lines = marks  # ``{name: line}`` of the ``# MARK: name`` comments
 
 
 def mapped_file(pid: int, pattern: str) -> Path:

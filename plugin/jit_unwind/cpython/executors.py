@@ -90,7 +90,7 @@ import bisect
 import dataclasses
 import struct
 from dataclasses import dataclass
-from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from ..target import Memory, MemoryReadError
 from .errors import ObjectError, UnsupportedVersionError

@@ -6,7 +6,6 @@ enabled filter GDB prints frames natively, which is faster, so other processes p
 nothing.
 """
 
-import gdb
 from gdb.FrameDecorator import FrameDecorator
 
 from ..naming import describe_unwind, jit_frame_name

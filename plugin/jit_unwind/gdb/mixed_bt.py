@@ -1,7 +1,7 @@
 """``py-mixed-bt``: the mixed native + Python stack, compact, as text or JSON."""
 
 import argparse
-from typing import List, Optional
+from typing import List
 
 import gdb
 

@@ -1,7 +1,7 @@
 """What every unwind strategy gets: one frame's pc and sp, memory, regions, registers."""
 
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional, Tuple
 
 from ..model import Region
 from ..regions import RegionMap
@@ -56,6 +56,19 @@ class UnwindContext:
         if mapping is None:  # no mapping list: accept what is near enough
             return self.sp <= address < self.sp + MAX_FRAME_SIZE
         return address in mapping
+
+    def stack_words(self, count: int) -> Iterator[Tuple[int, int]]:
+        """(address, value) of up to ``count`` words from sp upwards, stopping at the end
+        of the stack mapping or of readable memory."""
+        mapping = self.regions.mapping_at(self.sp)
+        end = self.sp + count * 8
+        if mapping is not None:
+            end = min(end, mapping.end)
+        data = self.memory.try_read(self.sp, end - self.sp) if end > self.sp else None
+        if data is None:  # no mapping list, or a hole: what the first page gives
+            data = self.memory.try_read(self.sp, min(end - self.sp, 512)) or b""
+        for index in range(len(data) // 8):
+            yield self.sp + index * 8, int.from_bytes(data[index * 8:index * 8 + 8], "little")
 
     def plausible_caller_sp(self, caller_sp: int) -> bool:
         return self.sp < caller_sp <= self.sp + MAX_FRAME_SIZE and caller_sp % 8 == 0

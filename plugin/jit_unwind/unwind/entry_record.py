@@ -10,7 +10,6 @@ registers.  The trampoline is the caller; its own unwind restores what it pushed
 from typing import Optional
 
 from ..model import Unwound
-from ..target import MemoryReadError
 from .context import UnwindContext
 from .prologue import find_function_start
 
@@ -18,21 +17,15 @@ SCAN_WORDS = 1024
 
 
 def unwind_entry_record(ctx: UnwindContext) -> Optional[Unwound]:
-    try:
-        words = ctx.memory.read(ctx.sp, SCAN_WORDS * 8)
-    except MemoryReadError:
-        words = ctx.memory.try_read(ctx.sp, 512) or b""
-    for index in range(len(words) // 8):
-        value = int.from_bytes(words[index * 8:index * 8 + 8], "little")
+    for slot, value in ctx.stack_words(SCAN_WORDS):
         if ctx.regions.jit_region_at(value - 1) is None or not ctx.is_return_address(value):
             continue
         found = find_function_start(ctx, value)
         if found is None:
             continue
-        start, state = found
+        _start, state = found
         if not state.pushed_callee_saved() or not state.calls:
             continue
-        slot = ctx.sp + index * 8
         # The trampoline's own return address must be a return address too.
         trampoline_ret = ctx.memory.try_read_u64(slot + 8 + state.depth)
         if trampoline_ret is None or not ctx.is_return_address(trampoline_ret):
