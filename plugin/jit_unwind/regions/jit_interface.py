@@ -46,12 +46,17 @@ def _symfile_regions(memory: Memory, address: int, size: int) -> List[Region]:
         from elftools.elf.elffile import ELFFile
         elf = ELFFile(io.BytesIO(memory.read(address, size)))
         regions = []
+        relocatable = elf["e_type"] == "ET_REL"
         for section in elf.iter_sections():
             if section["sh_type"] != "SHT_SYMTAB":
                 continue
             for symbol in section.iter_symbols():
                 if symbol["st_info"]["type"] == "STT_FUNC" and symbol["st_size"]:
                     start = symbol["st_value"]
+                    if relocatable and isinstance(symbol["st_shndx"], int):
+                        # A relocatable object (LLVM's JITs register those): the value
+                        # is an offset into its section, which the JIT gave an address.
+                        start += elf.get_section(symbol["st_shndx"])["sh_addr"]
                     regions.append(Region(start, start + symbol["st_size"], "gdb-jit",
                                           symbol.name))
         return regions
