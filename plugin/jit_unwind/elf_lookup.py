@@ -65,15 +65,36 @@ def section_address(mappings: Iterable[Mapping], section_name: str) -> Optional[
     return None
 
 
-def symbol_address(mappings: Iterable[Mapping], name: str) -> Optional[int]:
+def symbol_address(mappings: Iterable[Mapping], name: str,
+                   full_tables: bool = False) -> Optional[int]:
     """Run-time address of the defined symbol ``name`` in the first mapped file that
-    has it (.dynsym first: exported names, and it survives ``strip``)."""
-    for _path, elf, bias in _mapped_files(mappings):
-        for table in (".dynsym", ".symtab"):
-            section = elf.get_section_by_name(table)
-            if section is None or not hasattr(section, "get_symbol_by_name"):
-                continue
-            for symbol in section.get_symbol_by_name(name) or ():
-                if symbol["st_value"] and symbol["st_shndx"] != "SHN_UNDEF":
+    exports it, found through the files' hash tables (a few reads per file).
+
+    ``full_tables`` also searches each ``.symtab`` (names that are not exported), which
+    pyelftools does by parsing every symbol: seconds for a large library, so only for
+    names worth it."""
+    files = list(_mapped_files(mappings))
+    for _path, elf, bias in files:
+        symbol = _exported_symbol(elf, name)
+        if symbol is not None:
+            return symbol["st_value"] + bias
+    if full_tables:
+        for _path, elf, bias in files:
+            section = elf.get_section_by_name(".symtab")
+            for symbol in (section.get_symbol_by_name(name) or ()) if section else ():
+                if _defined(symbol):
                     return symbol["st_value"] + bias
+    return None
+
+
+def _defined(symbol) -> bool:
+    return bool(symbol["st_value"]) and symbol["st_shndx"] != "SHN_UNDEF"
+
+
+def _exported_symbol(elf, name: str):
+    for table in (".gnu.hash", ".hash"):
+        section = elf.get_section_by_name(table)
+        if section is not None and hasattr(section, "get_symbol"):
+            symbol = section.get_symbol(name)
+            return symbol if symbol is not None and _defined(symbol) else None
     return None

@@ -1,5 +1,6 @@
 """The CPython runtime of the selected inferior, found once per stop through GDB."""
 
+import os
 from typing import Optional, Tuple
 
 import gdb
@@ -12,20 +13,23 @@ from .memory import GdbMemory
 from .state import STATE
 
 
-def lookup_symbol(name: str) -> Optional[int]:
-    """Address of a global of the inferior: GDB's debug info, else the mapped files'
-    symbol tables, else (``_PyRuntime`` of a stripped interpreter) its ``.PyRuntime``
-    section.  Never evaluates an expression: this runs inside the unwinder too, where
-    evaluating may need the frame being unwound."""
-    key = f"symbol:{name}"
+def lookup_symbol(name: str, debug_info: bool = True) -> Optional[int]:
+    """Address of a global of the inferior: the mapped files' symbol tables, else (for
+    ``_PyRuntime`` of a stripped interpreter) its ``.PyRuntime`` section, else GDB's debug
+    info (separate debug files; slow for a name the program lacks, as GDB then searches
+    all of it, so ``debug_info=False`` skips it).  Never evaluates an expression: this runs
+    inside the unwinder too, where evaluating may need the frame being unwound."""
+    key = f"symbol:{name}:{debug_info}"
     if key in STATE.cache:
         return STATE.cache[key]
-    address = _debug_info_address(name)
-    if address is None:
-        mappings = STATE.regions().mappings
-        address = symbol_address(mappings, name)
-        if address is None and name == "_PyRuntime":
-            address = section_address(mappings, ".PyRuntime")
+    mappings = STATE.regions().mappings
+    address = symbol_address(mappings, name)
+    if address is None and name == "_PyRuntime":
+        address = section_address(mappings, ".PyRuntime")
+    if address is None and debug_info:
+        address = _debug_info_address(name)
+        if address is None:  # no debug info either: the symbol tables, parsed in full
+            address = symbol_address(mappings, name, full_tables=True)
     STATE.cache[key] = address
     return address
 
@@ -75,7 +79,11 @@ def is_python_process() -> bool:
     STATE.check_inferior()
     cached = STATE.cache.get("has-python")
     if cached is None:
-        cached = lookup_symbol("_PyRuntime") is not None
+        # Only files named like CPython (python3.12, libpython3.12.so) are opened: this
+        # runs at the first bt of every program, and most programs are not Python.
+        # CPython exports _PyRuntime (or keeps its .PyRuntime section) in every build.
+        cached = (any("python" in os.path.basename(m.path) for m in STATE.regions().mappings)
+                  and lookup_symbol("_PyRuntime", debug_info=False) is not None)
         STATE.cache["has-python"] = cached
     return cached
 

@@ -13,6 +13,7 @@ from .discovery import build_region_map
 class StopState:
     def __init__(self) -> None:
         self._regions: Optional[RegionMap] = None
+        self.has_jit: Optional[bool] = None
         self._key: Optional[Tuple[int, int]] = None
         self.problem = ""
         # (pc, sp) of a frame we unwound -> how; (pc, sp) of a caller we found by a guess.
@@ -27,6 +28,7 @@ class StopState:
 
     def invalidate(self, *_args) -> None:
         self._regions = None
+        self.has_jit: Optional[bool] = None  # known once regions() has run this stop
         self._named = False
         self.unwound.clear()
         self.unwound_pcs.clear()
@@ -58,6 +60,7 @@ class StopState:
         if self._regions is None:
             self.check_inferior()
             self._regions, self.problem = build_region_map(gdb.selected_inferior())
+            self.has_jit = self._regions.has_jit()
         return self._regions
 
     def named_regions(self) -> RegionMap:

@@ -45,6 +45,10 @@ class JitUnwinder(Unwinder):
         self._u64 = None
 
     def __call__(self, pending_frame):
+        # GDB asks about every frame of every program: without JIT code, one attribute
+        # read and out (False only once this stop's regions are known to hold none).
+        if STATE.has_jit is False:
+            return None
         try:
             return self._unwind(pending_frame)
         except Exception as error:  # never break the debugger's own unwinding
