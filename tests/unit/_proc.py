@@ -15,7 +15,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Optional, Sequence
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from elftools.elf.elffile import ELFFile
 
@@ -133,30 +133,26 @@ def _state(pid: int) -> str:
 
 
 @contextmanager
-def stopped_python(python: Path, args: Sequence[str], python_options: Sequence[str] = (),
-                   script: Path = RECURSE_SCRIPT, env: Optional[dict] = None
-                   ) -> Iterator[StoppedPython]:
-    """Run ``python [options] script args`` until it stops itself; kill it afterwards."""
-    process = subprocess.Popen([str(python), *python_options, str(script), *args],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               stdin=subprocess.DEVNULL, env=env)
+def stopped_process(argv: Sequence[str], env: Optional[dict] = None,
+                    timeout: float = STOP_TIMEOUT) -> Iterator[Tuple[subprocess.Popen, dict, ProcMemory]]:
+    """Run ``argv`` until it prints one JSON line of facts and stops itself; yield the
+    process, the facts and its memory; kill it (and remove its perf map) afterwards."""
+    process = subprocess.Popen([str(a) for a in argv], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env)
     memory = None
     try:
-        deadline = time.monotonic() + STOP_TIMEOUT
-        while True:
+        deadline = time.monotonic() + timeout
+        while _state(process.pid) != "T":
             if process.poll() is not None:
-                raise AssertionError(f"{python} exited with {process.returncode}: "
+                raise AssertionError(f"{argv[0]} exited with {process.returncode}: "
                                      f"{process.stderr.read().decode()}")
-            if _state(process.pid) == "T":
-                break
-            assert time.monotonic() < deadline, f"{python} did not stop itself"
+            assert time.monotonic() < deadline, f"{argv} did not stop itself"
             time.sleep(0.01)
         ready, _, _ = select.select([process.stdout], [], [], 5)
         assert ready, "the stopped script printed nothing"
         facts = json.loads(process.stdout.readline())
         memory = ProcMemory(process.pid)
-        yield StoppedPython(process.pid, process, facts, memory, libpython_of(process.pid),
-                            script, marker_lines(script))
+        yield process, facts, memory
     finally:
         if memory is not None:
             memory.close()
@@ -170,5 +166,15 @@ def stopped_python(python: Path, args: Sequence[str], python_options: Sequence[s
             pass
 
 
-__all__ = ["ProcMemory", "StoppedPython", "stopped_python", "elf_lookup", "marker_lines",
+@contextmanager
+def stopped_python(python: Path, args: Sequence[str], python_options: Sequence[str] = (),
+                   script: Path = RECURSE_SCRIPT, env: Optional[dict] = None
+                   ) -> Iterator[StoppedPython]:
+    """Run ``python [options] script args`` until it stops itself; kill it afterwards."""
+    with stopped_process([python, *python_options, script, *args], env) as (
+            process, facts, memory):
+        yield StoppedPython(process.pid, process, facts, memory, libpython_of(process.pid),
+                            script, marker_lines(script))
+
+__all__ = ["ProcMemory", "StoppedPython", "stopped_process", "stopped_python", "elf_lookup", "marker_lines",
            "libpython_of", "load_bias", "pyenv_python", "RECURSE_SCRIPT"]

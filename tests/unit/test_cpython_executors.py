@@ -8,13 +8,10 @@ each of them, with the same size and function.
 """
 
 import ast
-import json
 import os
 import re
-import select
 import struct
 import subprocess
-import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
@@ -32,7 +29,8 @@ from jit_unwind.cpython.version import PyVersion
 from jit_unwind.target import BytesMemory, MemoryReadError
 from jit_unwind.unwind.x86_64 import CALLEE_SAVED, DecodeError, decode_prologue
 from tests.support import REPO
-from tests.unit._proc import ProcMemory, load_bias, pyenv_python, stopped_python
+from tests.unit._proc import (ProcMemory, load_bias, pyenv_python, stopped_process,
+                              stopped_python)
 
 SCRIPT = REPO / "tests" / "fixtures" / "python" / "jit_hot_loop.py"
 BUILD_SCRIPT = "tests/fixtures/build_cpython_jit.sh"
@@ -115,40 +113,14 @@ class JitProcess:
         return result
 
 
-def _state(pid: int) -> str:
-    with open(f"/proc/{pid}/stat") as handle:
-        return handle.read().rsplit(")", 1)[1].split()[0]
-
-
 @contextmanager
 def jit_process(jit: str, iterations: int = 300_000) -> Iterator[JitProcess]:
     """Run the script with PYTHON_JIT=``jit`` until it stops itself; kill it after."""
     python = jit_python()
     env = dict(os.environ, PYTHON_JIT=jit)
-    process = subprocess.Popen([str(python), str(SCRIPT), str(iterations)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               stdin=subprocess.DEVNULL, env=env)
-    memory = None
-    try:
-        deadline = time.monotonic() + STOP_TIMEOUT
-        while _state(process.pid) != "T":
-            if process.poll() is not None:
-                raise AssertionError(f"{python} exited with {process.returncode}: "
-                                     f"{process.stderr.read().decode()}")
-            assert time.monotonic() < deadline, f"{SCRIPT.name} did not stop itself"
-            time.sleep(0.01)
-        ready, _, _ = select.select([process.stdout], [], [], 5)
-        assert ready, "the stopped script printed nothing"
-        facts = json.loads(process.stdout.readline())
-        memory = ProcMemory(process.pid)
+    with stopped_process([python, SCRIPT, iterations], env, STOP_TIMEOUT) as (
+            process, facts, memory):
         yield JitProcess(process.pid, facts, memory, python)
-    finally:
-        if memory is not None:
-            memory.close()
-        process.kill()
-        process.wait()
-        process.stdout.close()
-        process.stderr.close()
 
 
 def read_all(process: JitProcess, **kwargs) -> ExecutorList:
