@@ -18,6 +18,7 @@ class NativeFrame:
     filename: Optional[str] = None
     line: Optional[int] = None
     interpreter_frame: Optional[int] = None
+    code_object: Optional[int] = None  # JIT frames: the code object of their trace
 
 
 @dataclass
@@ -47,8 +48,8 @@ def mix(natives: Sequence[NativeFrame], python: Optional[PyThread]) -> List[Mixe
     frames = [MixedFrame(native) for native in natives]
     if python is None or not frames:
         return frames
-    merged = merge([NativeFrameInfo(n.level, n.kind, n.interpreter_frame) for n in natives],
-                   python.frames)
+    merged = merge([NativeFrameInfo(n.level, n.kind, n.interpreter_frame, n.code_object)
+                    for n in natives], python.frames)
     by_level = {frame.native.level: frame for frame in frames}
     for level, python_frames in merged.by_level.items():
         by_level[level].python.extend(python_frames)

@@ -60,8 +60,10 @@ def _python_under(output, parent_pattern):
 
 def test_kill_from_a_trace(gdb, tmp_path):
     lines = marks(SCRIPT)
-    live, from_core = _live_and_core(gdb, tmp_path, "kill", show=("bt", "info jit-regions"))
-    for output in (live, from_core):
+    live, from_core = _live_and_core(gdb, tmp_path, "kill",
+                                     show=("bt", "info jit-regions", "py-mixed-bt"))
+    for text in (live, from_core):
+        output, _, mixed = text.partition('"MainThread"')  # bt + info jit-regions, py-mixed-bt
         # info jit-regions lists each executor's shim and trace with its function.
         assert re.search(r"^0x[0-9a-f]+\s+0x[0-9a-f]+\s+0x70\s+cpython-jit\s+"
                          rf"\[jit shim\] hot \({re.escape(str(SCRIPT))}:\d+\)$", output, re.M), output
@@ -73,6 +75,10 @@ def test_kill_from_a_trace(gdb, tmp_path):
         assert everything == [("leaf", lines["leaf-kill"]), ("hot", lines["hot"]),
                               ("<module>", lines["module"])], output
         assert _python_under(output, r"\[jit\]") == everything[:2], output
+        # py-mixed-bt puts them in the same places.
+        under = [(e[0], e[2], parent) for e, parent in python_frames_with_parents(mixed, True)]
+        assert under == [("leaf", lines["leaf-kill"], "[jit]"), ("hot", lines["hot"], "[jit]"),
+                         ("<module>", lines["module"], EVAL)], mixed
 
 
 def _index(frames, prefix):

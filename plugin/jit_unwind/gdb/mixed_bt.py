@@ -45,7 +45,7 @@ def _native_frame(frame, level: int) -> NativeFrame:
     except gdb.error:
         pass
     return NativeFrame(level, pc, name or f"{pc:#x}", info.kind, filename, line,
-                       info.interpreter_frame)
+                       info.interpreter_frame, info.code_object)
 
 
 def _native_frames(thread) -> (List[NativeFrame], str):
