@@ -81,3 +81,14 @@ def test_plugin_leaves_native_backtraces_alone(gdb):
     without = run_gdb(gdb, commands, program, plugin=False)
     lines = lambda text: [l for l in text.splitlines() if l.startswith("#")]  # noqa: E731
     assert lines(with_plugin) == lines(without) != []
+
+
+def test_selecting_a_frame_keeps_what_the_unwinder_found(gdb):
+    """GDB keeps its frames after "frame N" and does not ask the unwinder again: the
+    backtrace after it still names the JIT frames and says why the walk ended."""
+    output = run_gdb(gdb, [SHOW_METHOD, "run", "bt", "frame 1", "thread 1", "echo AGAIN\\n",
+                           "bt"], [fixture_binary("toyjit"), "fp", "2", "sigtrap", "--corrupt-fp"])
+    again = output.split("AGAIN\n", 1)[1]
+    last = parse_backtrace(again)[-1]
+    assert "unwind stopped: frame pointer chain broken" in last.function, again
+    assert "[via frame-pointer]" in last.function, again

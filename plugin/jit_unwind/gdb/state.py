@@ -1,5 +1,5 @@
 """Per-stop state: the region map and what the unwinder found, dropped on every event
-that can change them (stop, continue, new object file, exit, memory written)."""
+that can change them (continue, new object file, exit, memory written, inferior call)."""
 
 from typing import Callable, Dict, List, Optional, Tuple
 
@@ -28,7 +28,7 @@ class StopState:
 
     def invalidate(self, *_args) -> None:
         self._regions = None
-        self.has_jit: Optional[bool] = None  # known once regions() has run this stop
+        self.has_jit = None  # known once regions() has run this stop
         self._named = False
         self.unwound.clear()
         self.unwound_pcs.clear()
@@ -40,8 +40,7 @@ class StopState:
         # Not "stop": nothing changes between a stop and the next resumption ("cont"),
         # and the map GDB's own stop handling built stays good for the first bt.
         for name in ("cont", "new_objfile", "clear_objfiles", "exited", "memory_changed",
-                     "inferior_call", "new_inferior", "inferior_deleted",
-                     "user_selected_context_changed"):
+                     "inferior_call", "new_inferior", "inferior_deleted"):
             registry = getattr(events, name, None)
             if registry is not None:
                 registry.connect(self.invalidate)
