@@ -19,19 +19,29 @@ ENDBR64 = b"\xf3\x0f\x1e\xfa"
 FUNCTION_END = (0xC3, 0xCC)
 
 
-def unwind_known_start(ctx: UnwindContext) -> Optional[Unwound]:
-    symbol = ctx.symbol()
-    if symbol is None or symbol.kind == "trace":
-        return None
-    start = symbol.start
-    if not 0 <= ctx.pc - start <= MAX_PROLOGUE:
+def _known_start(ctx: UnwindContext, symbol) -> bool:
+    """True when ``symbol`` (perf map, runtime) names where a decodable function starts."""
+    return symbol is not None and symbol.kind != "trace"
+
+
+def decode_from(ctx: UnwindContext, start: int, pc: int) -> Optional[PrologueState]:
+    """Decode the function starting at ``start`` up to ``pc``; None if it cannot be."""
+    if not 0 <= pc - start <= MAX_PROLOGUE:
         return None
     try:
-        code = ctx.memory.read(start, ctx.pc - start)
-        state = decode_prologue(code, start, ctx.pc)
+        return decode_prologue(ctx.memory.read(start, pc - start), start, pc)
     except (MemoryReadError, DecodeError):
         return None
-    return unwind_with_prologue(ctx, state, start, "prologue")
+
+
+def unwind_known_start(ctx: UnwindContext) -> Optional[Unwound]:
+    symbol = ctx.symbol()
+    if not _known_start(ctx, symbol):
+        return None
+    state = decode_from(ctx, symbol.start, ctx.pc)
+    if state is None:
+        return None
+    return unwind_with_prologue(ctx, state, symbol.start, "prologue")
 
 
 def find_function_start(ctx: UnwindContext, pc: int) -> Optional[Tuple[int, PrologueState]]:
@@ -49,12 +59,9 @@ def search_function_start(ctx: UnwindContext, pc: int) -> Optional[Tuple[int, Pr
     shorter decode could begin inside the real prologue.  A start that a perf map or a
     runtime names is used as it is."""
     symbol = ctx.regions.symbol_at(pc - 1)
-    if symbol is not None and symbol.kind != "trace" and 0 < pc - symbol.start <= MAX_PROLOGUE:
-        code = ctx.memory.try_read(symbol.start, pc - symbol.start)
-        try:
-            return (symbol.start, decode_prologue(code, symbol.start, pc)) if code else None
-        except DecodeError:
-            return None
+    if _known_start(ctx, symbol):
+        state = decode_from(ctx, symbol.start, pc)
+        return (symbol.start, state) if state is not None else None
     region = ctx.regions.jit_region_at(pc - 1)
     low = max(pc - SEARCH_WINDOW, region.start if region is not None else pc - SEARCH_WINDOW)
     try:
@@ -78,6 +85,8 @@ def search_function_start(ctx: UnwindContext, pc: int) -> Optional[Tuple[int, Pr
 
 
 def unwind_prologue_search(ctx: UnwindContext) -> Optional[Unwound]:
+    if _known_start(ctx, ctx.symbol()):
+        return None  # the "prologue" strategy already decoded from the known start
     found = find_function_start(ctx, ctx.pc)
     if found is None:
         return None
