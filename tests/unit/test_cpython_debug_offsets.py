@@ -95,7 +95,7 @@ def test_each_field_list_is_recognised(version_hex, label):
     assert (layout.frame_previous, layout.frame_executable, layout.frame_instr_ptr,
             layout.frame_owner) == (8, 0, 56, 74)
     assert (layout.code_qualname, layout.code_adaptive) == (128, 200)
-    assert layout.executable_tag_mask == (0 if minor == (3, 13) else 7)
+    assert layout.executable_tag_mask == 7  # tags (3.14+) or alignment bits (3.13)
     assert layout.tstate_holds_gil == (36 if minor == (3, 15) else None)
     assert layout.gil.base == "interp-pointer"
     assert (layout.gil.offset, layout.gil.last_holder, layout.gil.locked) == (16, 8, 16)
@@ -120,15 +120,25 @@ def test_an_unknown_prerelease_layout_says_so():
         layout_from_debug_offsets(memory_with(data), RUNTIME)
 
 
-def test_versions_and_builds_we_do_not_read():
+def test_builds_we_do_not_read():
     sections = dict(DEBUG_OFFSETS_LAYOUTS[(3, 14)])["3.14"]
     with pytest.raises(UnsupportedVersionError,
                        match=r"^free-threaded CPython 3\.14\.0t is not supported$"):
         layout_from_debug_offsets(memory_with(block(0x030E00F0, sections, 1)), RUNTIME)
-    with pytest.raises(UnsupportedVersionError,
-                       match=r"^CPython 3\.16\.0a1 is not supported \(jit-unwind reads "
-                             r"CPython 3\.11 to 3\.15\)$"):
-        layout_from_debug_offsets(memory_with(block(0x031000A1, sections)), RUNTIME)
+
+
+def test_a_newer_version_is_read_when_its_debug_offsets_keep_a_known_shape():
+    """No table for 3.16: its offsets are the process's, the shape one we know."""
+    sections = dict(DEBUG_OFFSETS_LAYOUTS[(3, 15)])["3.15 (b4 and later)"]
+    layout = layout_from_debug_offsets(memory_with(block(0x031000A1, sections)), RUNTIME)
+    assert str(layout.version) == "3.16.0a1"
+    assert layout.source == "_Py_DebugOffsets (3.15 (b4 and later) field list)"
+    assert (layout.tstate_thread_id, layout.frame_owner) == (152, 74)
+    # A shape nobody knows yet is refused, and the message says so.
+    data = block(0x031000A1, sections, extra=[0, 0, 0])
+    with pytest.raises(LayoutError, match=r"CPython 3\.16\.0a1 do not match any field "
+                                          r"list jit-unwind knows \(newest: 3\.15\)"):
+        layout_from_debug_offsets(memory_with(data), RUNTIME)
 
 
 def test_cookie_and_version_are_checked():

@@ -8,9 +8,13 @@ its field list here, read from CPython's sources (3.13: ``Include/internal/
 pycore_runtime.h``; 3.14+: ``Include/internal/pycore_debug_offsets.h``).  3.13's was also
 checked against the DWARF of pyenv's 3.13.0.
 
-Nothing read here is trusted before :func:`validate` has checked it: offsets that must
-be the same in every x86-64 GIL build (``PyObject.ob_type == 8``, ``PyBytesObject.ob_sval
-== 32``...) sit after the sections we use, so a field list of the wrong length fails.
+The process is the authority on its own layout: every offset comes from it, and
+:func:`validate` only checks that the numbers are plausible (each struct's size is sane,
+each field fits inside its struct and is aligned for its width, fields do not collide),
+never that they equal what some CPython source said.  A field list of the wrong length
+fails those checks, because the values slide into the wrong places (a size where an
+offset should be).  A version newer than the lists here is read with the newest list
+that validates: a release whose ``_Py_DebugOffsets`` kept its shape works as it is.
 """
 
 import struct
@@ -18,7 +22,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..target import Memory
 from .errors import LayoutError, RuntimeNotFoundError, UnsupportedVersionError
-from .layout import GilLayout, Layout, check_supported
+from .layout import GilLayout, Layout
 from .version import PyVersion
 
 __all__ = ["COOKIE", "DEBUG_OFFSETS_LAYOUTS", "has_debug_offsets", "read_debug_offsets",
@@ -139,42 +143,69 @@ def read_debug_offsets(memory: Memory, runtime: int, sections: Sections) -> Debu
     return table
 
 
-# Offsets that are the same in every x86-64 build without free threading (PyObject is
-# {ob_refcnt, ob_type}; PyVarObject adds ob_size).
-_FIXED = {
-    "pyobject.size": 16, "pyobject.ob_type": 8, "type_object.tp_name": 24,
-    "tuple_object.ob_size": 16, "tuple_object.ob_item": 24,
-    "list_object.ob_size": 16, "list_object.ob_item": 24,
-    "bytes_object.ob_size": 16, "bytes_object.ob_sval": 32,
-    "unicode_object.length": 16, "unicode_object.state": 32,
-    "unicode_object.asciiobject_size": 40,
-}
-
-# section -> (smallest plausible size, largest, [(field, width, alignment)])
+# The sections and fields the reader uses: section -> (smallest plausible struct size,
+# largest, [(field, width in bytes, alignment)]).  Nothing else is assumed of them.
 _FIELDS_USED = {
-    "thread_state": (64, 1 << 16, [("prev", 8, 8), ("next", 8, 8), ("interp", 8, 8),
-                                   ("current_frame", 8, 8), ("thread_id", 8, 8),
-                                   ("native_thread_id", 8, 8), ("holds_gil", 4, 4)]),
-    "interpreter_frame": (48, 512, [("previous", 8, 8), ("executable", 8, 8),
-                                    ("instr_ptr", 8, 8), ("owner", 1, 1)]),
-    "code_object": (64, 4096, [("filename", 8, 8), ("name", 8, 8), ("qualname", 8, 8),
-                               ("linetable", 8, 8), ("firstlineno", 4, 4),
-                               ("co_code_adaptive", 1, 2)]),
+    "runtime_state": (64, 1 << 24, [("interpreters_head", 8, 8)]),
     "interpreter_state": (64, 1 << 24, [("id", 8, 8), ("next", 8, 8),
                                         ("threads_head", 8, 8), ("ceval_gil", 8, 8),
                                         ("gil_runtime_state", 8, 8),
                                         ("gil_runtime_state_locked", 4, 4),
-                                        ("gil_runtime_state_holder", 8, 8)]),
-    "runtime_state": (64, 1 << 24, [("interpreters_head", 8, 8)]),
+                                        ("gil_runtime_state_holder", 8, 8),
+                                        ("imports_modules", 8, 8)]),
+    "thread_state": (64, 1 << 16, [("prev", 8, 8), ("next", 8, 8), ("interp", 8, 8),
+                                   ("current_frame", 8, 8), ("thread_id", 8, 8),
+                                   ("native_thread_id", 8, 8), ("holds_gil", 4, 4)]),
+    "interpreter_frame": (32, 512, [("previous", 8, 8), ("executable", 8, 8),
+                                    ("instr_ptr", 8, 8), ("owner", 1, 1)]),
+    "code_object": (64, 4096, [("filename", 8, 8), ("name", 8, 8), ("qualname", 8, 8),
+                               ("linetable", 8, 8), ("firstlineno", 4, 4),
+                               ("co_code_adaptive", 2, 2)]),
+    "pyobject": (16, 64, [("ob_type", 8, 8)]),
+    "type_object": (64, 4096, [("tp_name", 8, 8), ("tp_flags", 8, 8)]),
+    "dict_object": (24, 256, [("ma_keys", 8, 8), ("ma_values", 8, 8)]),
+    "long_object": (16, 256, [("lv_tag", 8, 8), ("ob_digit", 4, 4)]),
+    "bytes_object": (24, 256, [("ob_size", 8, 8), ("ob_sval", 1, 1)]),
+    "unicode_object": (24, 256, [("length", 8, 8), ("state", 4, 4),
+                                 ("asciiobject_size", 0, 8),
+                                 ("compactunicodeobject_size", 0, 8)]),
 }
 
+# Fields that are sizes or counts, not offsets into their section's struct.
+_NOT_OFFSETS = {"generation_stats_size", "debugger_script_path_size",
+                "asciiobject_size", "compactunicodeobject_size"}
+# Sections whose first field is not the struct's size.
+_NO_SIZE = {"llist_node", "err_stackitem", "debugger_support"}
 
-def validate(table: DebugOffsets) -> List[str]:
-    """Problems of a parsed ``_Py_DebugOffsets`` (empty when it looks right)."""
+
+def _shape_problems(table: DebugOffsets, sections: Sections) -> List[str]:
+    """Every section that has a size: the size is sane and each offset lies inside it.
+    A field list of the wrong length puts sizes where offsets belong and fails here."""
     problems = []
-    for key, expected in _FIXED.items():
-        if table.get(key) != expected:
-            problems.append(f"{key} is {table.get(key)}, expected {expected}")
+    for section, fields in sections:
+        if section in _NO_SIZE:
+            continue
+        size = table.get(f"{section}.size", 0)
+        if not 8 <= size <= 1 << 24:
+            problems.append(f"{section}.size is {size}, not a plausible struct size")
+            continue
+        for field in fields:
+            if field == "size" or field in _NOT_OFFSETS:
+                continue
+            offset = table[f"{section}.{field}"]
+            if offset > size:  # == size: a flexible array member at the end
+                problems.append(f"{section}.{field} is {offset}, outside the {size}-byte "
+                                f"struct")
+    return problems
+
+
+def validate(table: DebugOffsets, sections: Optional[Sections] = None) -> List[str]:
+    """Problems of a parsed ``_Py_DebugOffsets`` (empty when it is plausible).
+
+    Only plausibility: sizes within bounds, fields inside their struct and aligned for
+    their width, no two frame fields at one offset.  ``sections`` (the field list the
+    table was read with) adds the shape check of every section."""
+    problems = _shape_problems(table, sections) if sections is not None else []
     for section, (low, high, fields) in _FIELDS_USED.items():
         size = table.get(f"{section}.size", 0)
         if not low <= size <= high:
@@ -196,7 +227,47 @@ def validate(table: DebugOffsets) -> List[str]:
                                                            "instr_ptr", "owner")]
     if len(set(frame)) != len(frame):
         problems.append(f"interpreter_frame offsets collide: {frame}")
+    if table.get("dict_object.ma_values") != table.get("dict_object.ma_keys", -16) + 8:
+        problems.append("dict_object.ma_keys and ma_values are not adjacent pointers")
+    ascii_size = table.get("unicode_object.asciiobject_size", 0)
+    if not table.get("unicode_object.state", 1 << 20) + 4 <= ascii_size:
+        problems.append(f"unicode_object.asciiobject_size is {ascii_size}, before the "
+                        f"end of its state field")
     return problems
+
+
+def candidate_field_lists(version: PyVersion) -> List[Tuple[str, Sections]]:
+    """The field lists to try for ``version``: its own, then (for a version newer than
+    any list here, or a pre-release between lists) every other list, newest first."""
+    own = DEBUG_OFFSETS_LAYOUTS.get(version.minor_version, [])
+    others = [item for minor in sorted(DEBUG_OFFSETS_LAYOUTS, reverse=True)
+              if minor != version.minor_version for item in DEBUG_OFFSETS_LAYOUTS[minor]]
+    return list(own) + others
+
+
+def choose_field_list(memory: Memory, runtime: int, version: PyVersion
+                      ) -> Tuple[str, Sections, DebugOffsets]:
+    """The first candidate field list whose values are plausible, with its table.
+    Raises :class:`LayoutError` naming what did not fit."""
+    first_problems: List[str] = []
+    for label, sections in candidate_field_lists(version):
+        try:
+            table = read_debug_offsets(memory, runtime, sections)
+        except RuntimeNotFoundError as error:  # a longer list than the memory holds
+            first_problems = first_problems or [str(error)]
+            continue
+        problems = validate(table, sections)
+        if not problems:
+            return label, sections, table
+        first_problems = first_problems or problems
+    known = DEBUG_OFFSETS_LAYOUTS.get(version.minor_version)
+    shape = (f"the {version.major}.{version.minor} layout" if known
+             else "any field list jit-unwind knows (newest: "
+                  f"{max(DEBUG_OFFSETS_LAYOUTS)[0]}.{max(DEBUG_OFFSETS_LAYOUTS)[1]})")
+    prerelease = "" if version.is_final else " (pre-release layouts change between " \
+                                             "alphas and betas)"
+    raise LayoutError(f"the _Py_DebugOffsets of CPython {version} do not match "
+                      f"{shape}{prerelease}: " + "; ".join(first_problems[:3]))
 
 
 def layout_from_debug_offsets(memory: Memory, runtime: int,
@@ -204,8 +275,8 @@ def layout_from_debug_offsets(memory: Memory, runtime: int,
     """The :class:`Layout` described by the ``_Py_DebugOffsets`` at ``runtime``.
 
     ``py_version`` (from the ``Py_Version`` symbol, when known) must agree with the
-    version the offsets carry.  Raises :class:`UnsupportedVersionError` for versions and
-    builds we do not read, :class:`LayoutError` when no known field list validates."""
+    version the offsets carry.  Raises :class:`UnsupportedVersionError` for builds we do
+    not read (free threading), :class:`LayoutError` when no field list is plausible."""
     head = memory.try_read(runtime, 24)
     if head is None:
         raise RuntimeNotFoundError(f"cannot read _PyRuntime at {runtime:#x}")
@@ -220,25 +291,14 @@ def layout_from_debug_offsets(memory: Memory, runtime: int,
     if py_version is not None and py_version.minor_version != version.minor_version:
         raise LayoutError(f"Py_Version says CPython {py_version} but _Py_DebugOffsets "
                           f"says {version}")
-    check_supported(version)
     if free_threaded:
         raise UnsupportedVersionError(f"free-threaded CPython {version}t is not supported")
-    first_problems: List[str] = []
-    candidates = DEBUG_OFFSETS_LAYOUTS[version.minor_version]
-    for label, sections in candidates:
-        table = read_debug_offsets(memory, runtime, sections)
-        problems = validate(table)
-        if not problems:
-            return _layout(version, label, table)
-        first_problems = first_problems or problems
-    prerelease = "" if version.is_final else " (pre-release layouts change between " \
-                                             "alphas and betas)"
-    raise LayoutError(f"the _Py_DebugOffsets of CPython {version} do not match the "
-                      f"{version.major}.{version.minor} layout{prerelease}: "
-                      + "; ".join(first_problems[:3]))
+    label, _sections, table = choose_field_list(memory, runtime, version)
+    return _layout(version, label, table)
 
 
 def _layout(version: PyVersion, label: str, t: DebugOffsets) -> Layout:
+    """Every offset from the table; only what it lacks comes from elsewhere."""
     gil_base = t["interpreter_state.gil_runtime_state"]
     return Layout(
         version=version,
@@ -264,8 +324,9 @@ def _layout(version: PyVersion, label: str, t: DebugOffsets) -> Layout:
         frame_instr_ptr=t["interpreter_frame.instr_ptr"],
         frame_owner=t["interpreter_frame.owner"],
         frame_is_entry=None,
-        # 3.14+: f_executable is a _PyStackRef whose low bits are tags (Py_TAG_REFCNT...)
-        executable_tag_mask=7 if version.minor_version >= (3, 14) else 0,
+        # 3.14+ keeps f_executable as a _PyStackRef whose low bits are tags; objects are
+        # 8-aligned, so clearing them is right for a plain PyObject * (3.13) as well.
+        executable_tag_mask=7,
         instr_ptr_is_previous=False,
         code_size=t["tuple_object.ob_size"],  # PyVarObject.ob_size, like any var object
         code_filename=t["code_object.filename"],
@@ -284,4 +345,5 @@ def _layout(version: PyVersion, label: str, t: DebugOffsets) -> Layout:
         bytes_data=t["bytes_object.ob_sval"],
         ob_type=t["pyobject.ob_type"],
         tp_name=t["type_object.tp_name"],
+        debug_offsets=t,
     )

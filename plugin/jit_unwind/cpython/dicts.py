@@ -44,8 +44,6 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 from ..target import Memory
-from .debug_offsets import (DEBUG_OFFSETS_LAYOUTS, has_debug_offsets, read_debug_offsets,
-                            validate)
 from .errors import LayoutError, ObjectError
 from .layout import Layout, check_supported
 from .objects import read_struct, read_unicode
@@ -113,6 +111,13 @@ _STATIC: Dict[Tuple[int, int], dict] = {
     (3, 15): dict(values_items=8, values_capacity=0, values_valid=3),
 }
 
+def _table_minor(layout: Layout) -> Tuple[int, int]:
+    known = [minor for minor in _STATIC if minor <= layout.version.minor_version]
+    if not known:
+        raise LayoutError(f"no object layout for CPython {layout.version}")
+    return max(known)
+
+
 # ObjectLayout field -> _Py_DebugOffsets key (3.13+; absent keys keep the table value)
 _FROM_DEBUG_OFFSETS = {
     "interp_modules": "interpreter_state.imports_modules",
@@ -127,30 +132,17 @@ _FROM_DEBUG_OFFSETS = {
 }
 
 
-def _debug_offsets_table(memory: Memory, runtime: int, layout: Layout) -> Dict[str, int]:
-    """The ``_Py_DebugOffsets`` the runtime layout was built from (same field list)."""
-    candidates = DEBUG_OFFSETS_LAYOUTS.get(layout.version.minor_version, [])
-    for label, sections in candidates:
-        if f"({label} field list)" in layout.source:
-            return read_debug_offsets(memory, runtime, sections)
-    for _, sections in candidates:
-        table = read_debug_offsets(memory, runtime, sections)
-        if not validate(table):
-            return table
-    raise LayoutError(f"no known _Py_DebugOffsets field list fits CPython {layout.version}")
-
-
 def object_layout(memory: Memory, runtime: int, layout: Layout) -> ObjectLayout:
     """The :class:`ObjectLayout` of the runtime at ``runtime`` (``_PyRuntime``) whose
     :class:`Layout` is ``layout``.  Raises :class:`LayoutError` (or
     :class:`UnsupportedVersionError`) when the offsets cannot be trusted."""
     check_supported(layout.version)
-    fields = dict(_STATIC[layout.version.minor_version])
-    if layout.version.minor_version < (3, 13):
-        return ObjectLayout(base=layout, **fields)
-    if not has_debug_offsets(memory, runtime):
-        raise LayoutError(f"CPython {layout.version} without _Py_DebugOffsets")
-    table = _debug_offsets_table(memory, runtime, layout)
+    table = layout.debug_offsets
+    if table is None:  # 3.11/3.12: the tables are all there is
+        return ObjectLayout(base=layout, **_STATIC[_table_minor(layout)])
+    # What _Py_DebugOffsets does not publish comes from the newest table not newer than
+    # the version (a newer CPython is read as the newest one we know).
+    fields = dict(_STATIC[_table_minor(layout)])
     fields.update((name, table[key]) for name, key in _FROM_DEBUG_OFFSETS.items()
                   if key in table)
     objects = ObjectLayout(base=layout, **fields)

@@ -21,8 +21,8 @@ from the DWARF of pyenv's 3.11.7 and 3.12.1 (``ptype /o``).  3.13+ layouts are b
 the inferior's own ``_Py_DebugOffsets`` by :mod:`.debug_offsets`.
 """
 
-from dataclasses import dataclass
-from typing import Optional
+from dataclasses import dataclass, field
+from typing import Dict, Optional
 
 from .errors import UnsupportedVersionError
 from .version import PyVersion
@@ -103,15 +103,21 @@ class Layout:
 
     ob_type: int = 8
     tp_name: int = 24
+    # 3.13+: the whole parsed _Py_DebugOffsets ("section.field" -> value), for readers
+    # of other objects (dicts, modules) that take their offsets from it too.
+    debug_offsets: Optional[Dict[str, int]] = field(default=None, compare=False,
+                                                    repr=False)
 
 
 def check_supported(version: PyVersion) -> None:
-    """Raise :class:`UnsupportedVersionError` unless ``version`` is 3.11 to 3.15."""
-    if version.minor_version not in SUPPORTED_MINORS:
-        first, last = SUPPORTED_MINORS[0], SUPPORTED_MINORS[-1]
+    """Raise :class:`UnsupportedVersionError` for CPython before 3.11 (no layout we
+    can read: 3.10's frames are PyFrameObjects).  Newer versions are read through their
+    ``_Py_DebugOffsets`` when its shape is one we know."""
+    if version.minor_version < SUPPORTED_MINORS[0] or version.major != 3:
+        first = SUPPORTED_MINORS[0]
         raise UnsupportedVersionError(
             f"CPython {version} is not supported "
-            f"(jit-unwind reads CPython {first[0]}.{first[1]} to {last[0]}.{last[1]})")
+            f"(jit-unwind reads CPython {first[0]}.{first[1]} and newer)")
 
 
 # Measured with `gdb -batch -ex 'ptype /o struct _PyInterpreterFrame' libpython3.11.so`
