@@ -8,7 +8,8 @@ debugger could read it; and the thread's Python frames, innermost first.
 An eval-loop frame runs the Python frames from its interpreter-frame pointer outwards up
 to and including its entry frame.  Python frames newer than that pointer (pushed by JIT
 code, which keeps the current frame in a register) belong to the JIT frame just above
-the eval loop.  Without a pointer, JIT frames take the Python frames up to the one
+the eval loop, and so does the pointer's own frame when the JIT frame's trace was made
+from its code (the eval loop entered the trace for it: the trace runs it now).  Without a pointer, JIT frames take the Python frames up to the one
 running their trace's code object, and eval-loop frames take the next group in order
 (counting), which is right as long as no native frame is missing.
 """
@@ -70,6 +71,8 @@ class Merger:
         start = self._index.get(native.interpreter_frame) if native.interpreter_frame else None
         if start is not None and start >= self._cursor:
             self.result.matched_by_pointer += 1
+            if self._runs_jit_code(start):
+                start += 1  # the eval loop's frame is the one its JIT trace runs
         else:
             start = self._after_jit_code() if self._pending_jit else self._cursor
             self.result.matched_by_count += 1
@@ -91,10 +94,19 @@ class Merger:
         self._cursor = end
         self._pending_jit = []
 
+    def _jit_codes(self):
+        return {jit.code_object for jit in self._pending_jit if jit.code_object}
+
+    def _runs_jit_code(self, index: int) -> bool:
+        """True when the pending JIT frames run a trace of the code of frame ``index``:
+        the eval loop entered that trace for this frame, so the JIT frame runs it."""
+        return (bool(self._pending_jit) and index < len(self._frames)
+                and self._frames[index].code_address in self._jit_codes())
+
     def _after_jit_code(self) -> int:
         """Without the eval loop's pointer: JIT code runs the Python frames up to the
         first one (from the innermost) executing the code its trace was made from."""
-        codes = {jit.code_object for jit in self._pending_jit if jit.code_object}
+        codes = self._jit_codes()
         for index in range(self._cursor, len(self._frames)):
             if self._frames[index].code_address in codes:
                 return index + 1

@@ -1,11 +1,15 @@
-"""CPython 3.13's JIT under GDB 13 and 18: executors unwound, named, and their Python
-frames shown; live and from a core."""
+"""CPython 3.13's and 3.14's JIT under GDB 13 and 18: executors unwound, named, and
+their Python frames shown; live and from a core.
+
+The two differ where it matters: 3.13's entry shim pushes rbp and the other
+callee-saved registers; 3.14's pushes rbx and r12-r15 only, and its traces use rbp as a
+general register, so the eval loop's rbp comes from the eval loop's own prologue."""
 
 import re
 
 import pytest
 
-from tests.jit_python import jit_python
+from tests.jit_python import JIT_MINORS, jit_python
 from tests.python_expect import SCRIPTS, marks, python_frames_with_parents
 from tests.support import assert_no_unnamed_frames, parse_backtrace, run_gdb
 
@@ -14,6 +18,14 @@ JIT_ON = "set environment PYTHON_JIT=1"
 EVAL = "_PyEval_EvalFrameDefault"
 TRACE = re.compile(r"^\[jit\] (\S+) \((.+):(\d+)\) trace 0x[0-9a-f]+$")
 SHIM = re.compile(r"^\[jit shim\] (\S+) \((.+):(\d+)\)$")
+# An entry shim is a few dozen bytes at the start of its executor's mapping.
+SHIM_BOUND = 0x100
+
+
+@pytest.fixture(params=JIT_MINORS)
+def minor(request):
+    """Each test runs on every CPython with a JIT build: 3.13 and 3.14."""
+    return request.param
 
 
 def _jit_activations(frames, output):
@@ -42,9 +54,9 @@ def _check_walk(frames, output):
     assert "guess" not in output, output
 
 
-def _live_and_core(gdb, tmp_path, scenario, commands=("run",), show=("bt",)):
+def _live_and_core(gdb, tmp_path, minor, scenario, commands=("run",), show=("bt",)):
     """Output of the ``show`` commands on the live process and on its core file."""
-    python = jit_python()
+    python = jit_python(minor)
     core = tmp_path / "jit.core"
     live = run_gdb(gdb, [JIT_ON, *commands, *show, f"gcore {core}"],
                    [python, SCRIPT, scenario])
@@ -58,14 +70,14 @@ def _python_under(output, parent_pattern):
             if re.match(parent_pattern, parent or "")]
 
 
-def test_kill_from_a_trace(gdb, tmp_path):
+def test_kill_from_a_trace(gdb, tmp_path, minor):
     lines = marks(SCRIPT)
-    live, from_core = _live_and_core(gdb, tmp_path, "kill",
+    live, from_core = _live_and_core(gdb, tmp_path, minor, "kill",
                                      show=("bt", "info jit-regions", "py-mixed-bt"))
     for text in (live, from_core):
         output, _, mixed = text.partition('"MainThread"')  # bt + info jit-regions, py-mixed-bt
         # info jit-regions lists each executor's shim and trace with its function.
-        assert re.search(r"^0x[0-9a-f]+\s+0x[0-9a-f]+\s+0x70\s+cpython-jit\s+"
+        assert re.search(r"^0x[0-9a-f]+\s+0x[0-9a-f]+\s+0x[0-9a-f]{2}\s+cpython-jit\s+"
                          rf"\[jit shim\] hot \({re.escape(str(SCRIPT))}:\d+\)$", output, re.M), output
         frames = parse_backtrace(output)
         _check_walk(frames, output)
@@ -85,22 +97,22 @@ def _index(frames, prefix):
     return next(i for i, f in enumerate(frames) if f.function.startswith(prefix))
 
 
-def test_side_exits_between_executors(gdb, tmp_path):
+def test_side_exits_between_executors(gdb, tmp_path, minor):
     """The stop is in a side exit's trace: its return slot is in another executor's
     shim (the one the eval loop entered)."""
-    for output in _live_and_core(gdb, tmp_path, "branchy"):
+    for output in _live_and_core(gdb, tmp_path, minor, "branchy"):
         frames = parse_backtrace(output)
         _check_walk(frames, output)
         [(name, index)] = _jit_activations(frames, output)
         assert name == "branchy"
         trace_executor = int(re.search(r"trace (0x[0-9a-f]+)", frames[index].function)[1], 16)
         shim_pc = int(re.search(r"^#\d+\s+(0x[0-9a-f]+)", frames[index + 1].line)[1], 16)
-        assert not trace_executor <= shim_pc < trace_executor + 0x70, output
+        assert not trace_executor <= shim_pc < trace_executor + SHIM_BOUND, output
 
 
-def test_jit_c_python_jit_nesting(gdb, tmp_path):
+def test_jit_c_python_jit_nesting(gdb, tmp_path, minor):
     lines = marks(SCRIPT)
-    for output in _live_and_core(gdb, tmp_path, "nested"):
+    for output in _live_and_core(gdb, tmp_path, minor, "nested"):
         frames = parse_backtrace(output)
         _check_walk(frames, output)
         assert [name for name, _ in _jit_activations(frames, output)] == ["key", "nested"]
@@ -109,8 +121,9 @@ def test_jit_c_python_jit_nesting(gdb, tmp_path):
                               ("<module>", lines["module"])], output
 
 
-def test_two_threads_in_jit_code(gdb, tmp_path):
-    for output in _live_and_core(gdb, tmp_path, "threads", show=("thread apply all bt",)):
+def test_two_threads_in_jit_code(gdb, tmp_path, minor):
+    for output in _live_and_core(gdb, tmp_path, minor, "threads",
+                                 show=("thread apply all bt",)):
         per_thread = re.split(r"^Thread \d+ \(Thread ", output, flags=re.M)[1:]
         assert len(per_thread) == 3, output
         spinning = 0
@@ -122,9 +135,9 @@ def test_two_threads_in_jit_code(gdb, tmp_path):
         assert spinning == 2, output
 
 
-def test_deep_recursion_through_jit_code(gdb, tmp_path):
+def test_deep_recursion_through_jit_code(gdb, tmp_path, minor):
     lines = marks(SCRIPT)
-    for output in _live_and_core(gdb, tmp_path, "recursion"):
+    for output in _live_and_core(gdb, tmp_path, minor, "recursion"):
         frames = parse_backtrace(output)
         _check_walk(frames, output)
         assert all(name == "descend" for name, _ in _jit_activations(frames, output))
@@ -141,10 +154,10 @@ def _registers(output, marker):
             re.findall(r"^(rbx|rbp|rsp|r12|r13|r14|r15)\s+(0x[0-9a-f]+)", block, re.M)[:7]}
 
 
-def test_eval_loop_registers_match_the_return_from_jit_code(gdb):
+def test_eval_loop_registers_match_the_return_from_jit_code(gdb, minor):
     """The eval loop's callee-saved registers as recovered across the JIT frames equal
     the ones it has when the shim returns to it: the ground truth."""
-    python = jit_python()
+    python = jit_python(minor)
     first = run_gdb(gdb, [JIT_ON, "run", "bt"], [python, SCRIPT, "kill"])
     frames = parse_backtrace(first)
     eval_level = frames[_index(frames, "[jit shim]") + 1].level
@@ -158,22 +171,31 @@ def test_eval_loop_registers_match_the_return_from_jit_code(gdb):
     assert len(recovered) == 7 and recovered == returned, output
 
 
-def test_the_issue_scenario_break_on_os_getpid(gdb):
+def test_the_issue_scenario_break_on_os_getpid(gdb, minor):
     """break os_getpid, ignore 200000 hits, continue: GDB used to print 14 garbage
-    frames after PyObject_Vectorcall."""
+    frames after PyObject_Vectorcall (3.13), or stop with a Python exception (3.14)."""
     output = run_gdb(gdb, [JIT_ON, "break os_getpid", "run", "ignore 1 200000", "continue",
-                           "bt"], [jit_python(), SCRIPT, "getpid"])
+                           "bt", "py-mixed-bt"], [jit_python(minor), SCRIPT, "getpid"])
+    output, _, mixed = output.partition('"MainThread"')
     frames = parse_backtrace(output)
     _check_walk(frames, output)
     assert frames[0].function == "os_getpid"
     assert [name for name, _ in _jit_activations(frames, output)] == ["hot"]
     assert "_PyRuntime" not in [f.function for f in frames]
+    lines = marks(SCRIPT)
+    everything = [(e[0], e[2]) for e, _ in python_frames_with_parents(output)]
+    assert everything == [("leaf", lines["leaf"]), ("hot", lines["hot"]),
+                          ("<module>", lines["module"])], output
+    assert _python_under(output, r"\[jit\]") == everything[:2], output
+    under = [(e[0], e[2], parent) for e, parent in python_frames_with_parents(mixed, True)]
+    assert under == [("leaf", lines["leaf"], "[jit]"), ("hot", lines["hot"], "[jit]"),
+                     ("<module>", lines["module"], EVAL)], mixed
 
 
 @pytest.mark.parametrize("scenario", ["kill", "nested"])
-def test_jit_off_is_left_alone(gdb, scenario):
+def test_jit_off_is_left_alone(gdb, minor, scenario):
     """PYTHON_JIT=0: the plugin changes no native frame (it only adds Python frames)."""
-    program = [jit_python(), SCRIPT, scenario]
+    program = [jit_python(minor), SCRIPT, scenario]
     commands = ["set environment PYTHON_JIT=0", "run", "bt"]
     with_plugin = run_gdb(gdb, commands, program)
     without = run_gdb(gdb, commands, program, plugin=False)

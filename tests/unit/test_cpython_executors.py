@@ -28,26 +28,15 @@ from jit_unwind.regions.cpython_jit import REGION_SOURCE, executor_regions
 from jit_unwind.cpython.version import PyVersion
 from jit_unwind.target import BytesMemory, MemoryReadError
 from jit_unwind.unwind.x86_64 import CALLEE_SAVED, DecodeError, decode_prologue
+from tests.jit_python import jit_python
 from tests.support import REPO
 from tests.unit._proc import (ProcMemory, load_bias, pyenv_python, stopped_process,
                               stopped_python)
 
 SCRIPT = REPO / "tests" / "fixtures" / "python" / "jit_hot_loop.py"
-BUILD_SCRIPT = "tests/fixtures/build_cpython_jit.sh"
-CACHE = Path(os.environ.get("JIT_UNWIND_CACHE", Path.home() / ".cache" / "jit-unwind"))
-JIT_PREFIX = CACHE / "cpython-3.13-jit"
 STOP_TIMEOUT = 120.0
 SYMBOLS = ("_PyRuntime", "Py_Version", "COLD_EXITS", "PyExc_AssertionError",
            "PyExc_NotImplementedError")
-
-
-def jit_python() -> Path:
-    python = JIT_PREFIX / "bin" / "python3.13"
-    stamp = JIT_PREFIX / ".built-by-jit-unwind-v1"
-    assert python.exists() and stamp.exists(), (
-        f"CPython 3.13 with the JIT is missing at {python}: run {BUILD_SCRIPT} "
-        f"(it builds it into {JIT_PREFIX}, 20+ minutes on 2 cores)")
-    return python
 
 
 @lru_cache(maxsize=None)

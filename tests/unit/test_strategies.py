@@ -95,10 +95,64 @@ def test_entry_record_finds_the_trampoline_above_frameless_code():
     slot = SP + 8
     layout.word(slot, ret_into_trampoline)
     layout.word(slot + 8 + 7 * 8, ret_into_c)  # the trampoline's own return address
-    result = unwind_jit_frame(layout.context(frameless_pc, SP, {"rbp": 0xDEADBEEF}))
+    registers = {"rbp": 0xDEADBEEF}
+    result = unwind_jit_frame(layout.context(frameless_pc, SP, registers))
     assert result.method == "entry-record"
     assert (result.caller_pc, result.caller_sp) == (ret_into_trampoline, slot + 8)
-    assert result.saved == {}   # frameless code clobbered everything
+    # Code of unknown convention: what it has is passed on (the trampoline restores
+    # what it pushed itself), so that a caller whose CFA needs rbp can be unwound.
+    assert result.saved == {"rbp": 0xDEADBEEF}
+    # A trace (CPython's JIT) keeps no callee-saved register: nothing is passed on.
+    layout.symbols.append(Region(JIT + 0x80, JIT + 0x100, "cpython-jit", "t", kind="trace"))
+    result = unwind_jit_frame(layout.context(frameless_pc, SP, registers))
+    assert result.method == "entry-record" and result.saved == {}
+
+
+# CPython 3.14's entry shim: push r15, r14, r13, r12, rbx (not rbp); mov r12, rdi;
+# mov r13, rsi; mov r14, rdx; call the trace.
+SHIM_314 = bytes.fromhex("4157" "4156" "4155" "4154" "53" "4989fc" "4989f5" "4989d6"
+                         "e809000000")
+# gcc's eval loop: push rbp; mov rbp, rsp; push r15..r12, rbx; sub rsp, 0x298.
+EVAL_PROLOGUE = bytes.fromhex("55" "4889e5" "4157" "4156" "4155" "4154" "53" "4881ec98020000")
+
+
+def _shim_called_by_a_frame_pointer_function(layout):
+    """(shim frame pc, its sp, the eval loop's rbp) for a 3.14-style shim that the
+    eval loop (sp E at the call) called, itself called from native code."""
+    ret_native = native_return_address(layout, 0x100)
+    layout.put_code(0x200, EVAL_PROLOGUE)
+    ret_eval = layout.put_code(0x240, CALL_RAX)
+    layout.symbols.append(Region(JIT, JIT + len(SHIM_314), "cpython-jit", "s", kind="shim"))
+    ret_into_shim = layout.put_jit(0, SHIM_314)
+    eval_sp = SP + 0x100
+    eval_entry_sp = eval_sp + 0x298 + 6 * 8
+    layout.word(eval_entry_sp, ret_native)
+    layout.word(eval_sp - 8, ret_eval)
+    for index, value in enumerate([15, 14, 13, 12, 3]):   # r15 ... rbx
+        layout.word(eval_sp - 16 - 8 * index, value)
+    return ret_into_shim, eval_sp - 48, eval_entry_sp - 8
+
+
+def test_a_shim_that_keeps_no_rbp_gets_it_from_the_callers_prologue():
+    layout = Layout()
+    pc, sp, eval_rbp = _shim_called_by_a_frame_pointer_function(layout)
+    start = lambda address: CODE + 0x200 if address >= CODE + 0x200 else None  # noqa: E731
+    result = unwind_jit_frame(layout.context(pc, sp, {}, function_start=start))
+    assert result.method == "prologue"
+    assert result.saved == {"rbx": 3, "r12": 12, "r13": 13, "r14": 14, "r15": 15,
+                            "rbp": eval_rbp}
+    # Without a function start for the caller, rbp stays unknown: never a guess.
+    result = unwind_jit_frame(layout.context(pc, sp, {}, function_start=lambda a: None))
+    assert "rbp" not in result.saved and result.caller_pc is not None
+
+
+def test_the_callers_frame_must_hold_a_return_address_where_its_prologue_says():
+    layout = Layout()
+    pc, sp, eval_rbp = _shim_called_by_a_frame_pointer_function(layout)
+    layout.word(eval_rbp + 8, 0x1234)   # not a return address: the layout is not that
+    start = lambda address: CODE + 0x200  # noqa: E731
+    result = unwind_jit_frame(layout.context(pc, sp, {}, function_start=start))
+    assert "rbp" not in result.saved
 
 
 def test_stack_scan_is_the_last_resort_and_a_guess():
@@ -107,9 +161,10 @@ def test_stack_scan_is_the_last_resort_and_a_guess():
     pc = layout.put_jit(0x80, bytes.fromhex("0000") + CALL_RAX)  # undecodable
     layout.word(SP + 0x18, CODE + 0x10)  # a code pointer not after a call: skipped
     layout.word(SP + 0x28, ret)
-    result = unwind_jit_frame(layout.context(pc, SP, {"rbp": 0x1234}))
+    result = unwind_jit_frame(layout.context(pc, SP, {"rbp": 0x1234, "rbx": 5}))
     assert result.method == "stack-scan" and result.guess
     assert (result.caller_pc, result.caller_sp) == (ret, SP + 0x30)
+    assert result.saved == {"rbp": 0x1234, "rbx": 5}   # GDB can unwind the caller
 
 
 def test_nothing_found_ends_the_walk_with_a_reason():

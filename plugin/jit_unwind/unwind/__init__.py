@@ -30,8 +30,7 @@ TRACE_STRATEGIES = [item for item in STRATEGIES if item[0] in ("entry-record", "
 
 def unwind_jit_frame(ctx: UnwindContext) -> Unwound:
     """The caller of the JIT frame in ``ctx``; ``ends_walk`` when nothing worked."""
-    symbol = ctx.symbol()
-    strategies = TRACE_STRATEGIES if symbol is not None and symbol.kind == "trace" else STRATEGIES
+    strategies = TRACE_STRATEGIES if ctx.in_trace() else STRATEGIES
     for _name, strategy in strategies:
         result = strategy(ctx)
         if result is None:

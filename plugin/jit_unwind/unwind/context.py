@@ -1,7 +1,7 @@
 """What every unwind strategy gets: one frame's pc and sp, memory, regions, registers."""
 
 from dataclasses import dataclass
-from typing import Callable, Iterator, Optional, Tuple
+from typing import Callable, Dict, Iterator, Optional, Tuple
 
 from ..model import Region
 from ..regions import RegionMap
@@ -72,6 +72,23 @@ class UnwindContext:
 
     def plausible_caller_sp(self, caller_sp: int) -> bool:
         return self.sp < caller_sp <= self.sp + MAX_FRAME_SIZE and caller_sp % 8 == 0
+
+    def passed_through(self, names) -> Dict[str, int]:
+        """The values ``names`` have in this frame, for registers the caller finds as
+        this frame leaves them (callee-saved registers of code that follows the C
+        calling convention).  Unknown registers are left out."""
+        values = {}
+        for name in names:
+            value = self.register(name)
+            if value is not None:
+                values[name] = value
+        return values
+
+    def in_trace(self) -> bool:
+        """True for frameless code entered through a shim (CPython's JIT traces): it
+        keeps no callee-saved register, so none may be passed through."""
+        symbol = self.symbol()
+        return symbol is not None and symbol.kind == "trace"
 
     def register(self, name: str) -> Optional[int]:
         try:

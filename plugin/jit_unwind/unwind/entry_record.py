@@ -12,6 +12,7 @@ from typing import Optional
 from ..model import Unwound
 from .context import UnwindContext
 from .prologue import find_function_start
+from .x86_64 import CALLEE_SAVED
 
 SCAN_WORDS = 1024
 
@@ -30,6 +31,9 @@ def unwind_entry_record(ctx: UnwindContext) -> Optional[Unwound]:
         trampoline_ret = ctx.memory.try_read_u64(slot + 8 + state.depth)
         if trampoline_ret is None or not ctx.is_return_address(trampoline_ret):
             continue
+        # The trampoline restores what it pushed itself; what it did not push (rbp,
+        # often) is still the caller's unless this code is a trace that keeps nothing.
+        saved = {} if ctx.in_trace() else ctx.passed_through(CALLEE_SAVED)
         return Unwound(method="entry-record", caller_pc=value, caller_sp=slot + 8,
-                       cfa=slot + 8, frame_start=ctx.function_start())
+                       cfa=slot + 8, frame_start=ctx.function_start(), saved=saved)
     return None

@@ -23,10 +23,6 @@ def unwind_frame_pointer(ctx: UnwindContext) -> Optional[Unwound]:
     if reason:
         return Unwound(method="frame-pointer", cfa=caller_sp,
                        frame_start=ctx.function_start(), stop_reason=reason)
-    saved = {"rbp": saved_rbp}
-    for name in PASSED_THROUGH:
-        value = ctx.register(name)
-        if value is not None:
-            saved[name] = value
+    saved = {"rbp": saved_rbp, **ctx.passed_through(PASSED_THROUGH)}
     return Unwound(method="frame-pointer", caller_pc=caller_pc, caller_sp=caller_sp,
                    cfa=caller_sp, frame_start=ctx.function_start(), saved=saved)

@@ -9,6 +9,7 @@ from typing import Optional, Tuple
 
 from ..model import Unwound
 from ..target import MemoryReadError
+from .caller_frame import caller_frame_pointer
 from .context import UnwindContext
 from .x86_64 import CALLEE_SAVED, DecodeError, PrologueState, decode_prologue
 
@@ -122,5 +123,11 @@ def unwind_with_prologue(ctx: UnwindContext, state: PrologueState, start: int,
             value = ctx.register(name)
             if value is not None:
                 saved[name] = value
+    if "rbp" not in saved and "rbp" not in state.clobbered:
+        # Neither saved here nor known in this frame: the code this frame called kept
+        # nothing (a JIT trace).  The caller's own prologue tells where its rbp was.
+        rbp = caller_frame_pointer(ctx, caller_pc, caller_sp)
+        if rbp is not None:
+            saved["rbp"] = rbp
     return Unwound(method=method, caller_pc=caller_pc, caller_sp=caller_sp, cfa=caller_sp,
                    frame_start=start, saved=saved)

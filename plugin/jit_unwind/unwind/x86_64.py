@@ -392,3 +392,27 @@ def starts_frame_pointer(code: bytes) -> bool:
     if code.startswith(b"\xf3\x0f\x1e\xfa"):
         code = code[4:]
     return code[:4] in (b"\x55\x48\x89\xe5", b"\x55\x48\x8b\xec")
+
+
+# What a prologue does before the body starts: save registers, set up rbp, make room.
+_SETUP_STEPS = ("endbr", "push ", "mov rbp, rsp", "sub rsp, ")
+
+
+def decode_frame_setup(code: bytes) -> Optional[PrologueState]:
+    """Decode the frame set-up at the start of ``code`` (a function's first bytes):
+    pushes, ``mov rbp, rsp`` and ``sub rsp, N``, up to the first
+    instruction that is none of these.  None when nothing was set up or the bytes do
+    not decode."""
+    sim = _Simulator()
+    pos = 0
+    while pos < len(code) and len(sim.state.instructions) < 32:
+        scratch = _Simulator()
+        try:
+            _step(code, pos, scratch)
+        except DecodeError:  # the body starts with something we need not understand
+            break
+        step = scratch.state.instructions[-1].split(": ", 1)[1]
+        if not step.startswith(_SETUP_STEPS):
+            break
+        pos = _step(code, pos, sim)
+    return sim.state if sim.state.depth else None
