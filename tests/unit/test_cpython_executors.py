@@ -28,7 +28,7 @@ from jit_unwind.regions.cpython_jit import REGION_SOURCE, executor_regions
 from jit_unwind.cpython.version import PyVersion
 from jit_unwind.target import BytesMemory, MemoryReadError
 from jit_unwind.unwind.x86_64 import CALLEE_SAVED, DecodeError, decode_prologue
-from tests.jit_python import jit_python
+from tests.jit_python import JIT_MINORS, jit_python
 from tests.support import REPO
 from tests.unit._proc import (ProcMemory, load_bias, pyenv_python, stopped_process,
                               stopped_python)
@@ -103,9 +103,10 @@ class JitProcess:
 
 
 @contextmanager
-def jit_process(jit: str, iterations: int = 300_000) -> Iterator[JitProcess]:
+def jit_process(jit: str, iterations: int = 300_000, minor: str = "3.13"
+                ) -> Iterator[JitProcess]:
     """Run the script with PYTHON_JIT=``jit`` until it stops itself; kill it after."""
-    python = jit_python()
+    python = jit_python(minor)
     env = dict(os.environ, PYTHON_JIT=jit)
     with stopped_process([python, SCRIPT, iterations], env, STOP_TIMEOUT) as (
             process, facts, memory):
@@ -113,9 +114,10 @@ def jit_process(jit: str, iterations: int = 300_000) -> Iterator[JitProcess]:
 
 
 def read_all(process: JitProcess, **kwargs) -> ExecutorList:
+    """Every executor, with the built-in table (no DWARF) of the process's version."""
     lookup = process.lookup()
     runtime = find_runtime(process.memory, lookup)
-    assert runtime.version.minor_version == (3, 13)
+    assert f"{runtime.version.major}.{runtime.version.minor}" in str(process.python)
     return read_executors(process.memory, runtime, lookup=lookup, **kwargs)
 
 
@@ -135,10 +137,15 @@ def call_end(code: bytes, start: int) -> Tuple[int, object]:
     raise AssertionError(f"no call in the shim at {start:#x}: {code.hex()}")
 
 
-@pytest.fixture(scope="module")
-def hot():
-    with jit_process("1") as process:
+@pytest.fixture(scope="module", params=JIT_MINORS)
+def hot(request):
+    """A stopped process of each JIT build (3.13, 3.14) and its executors."""
+    with jit_process("1", minor=request.param) as process:
         yield process, read_all(process)
+
+
+def _minor(process: JitProcess) -> str:
+    return process.python.name.replace("python", "")
 
 
 def test_executors_are_named_after_the_script_functions(hot):
@@ -159,7 +166,9 @@ def test_executors_are_named_after_the_script_functions(hot):
         assert executor.firstlineno == functions[executor.qualname], executor
     found = mine
     names = {e.qualname for e in found}
-    assert {"accumulate", "count_down"} <= names
+    # 3.14 keeps no executor for accumulate's loop (CPython's own view agrees, below).
+    expected = {"accumulate", "count_down"} if _minor(process) == "3.13" else {"count_down"}
+    assert expected <= names
     # CPython's own view (_opcode.get_executor) agrees: same objects, sizes, functions.
     by_address = {e.address: e for e in found}
     reported = process.facts["executors"]
@@ -188,9 +197,11 @@ def test_executor_fields_are_consistent(hot):
     # One shim for all: the same size in every executor (cold exits included).
     assert len({e.shim_end - e.jit_code for e in executors}) == 1
     # 3.13's COLD_EXITS: 200 one-uop executors, compiled when the JIT was switched on.
+    # (3.14 makes its cold executor lazily, with no symbol to find it by.)
     cold = [e for e in executors if e.kind == "cold-exit"]
+    expected = 200 if _minor(process) == "3.13" else 0
     assert [e.qualname for e in sorted(cold, key=lambda e: e.address)] == [
-        f"<cold exit {i}>" for i in range(200)]
+        f"<cold exit {i}>" for i in range(expected)]
 
 
 def test_find_by_pc(hot):
@@ -210,7 +221,10 @@ def test_shims_decode_as_pushes_and_a_call_to_the_trace(hot):
     for executor in executors:
         code = process.memory.read(executor.jit_code, executor.shim_end - executor.jit_code)
         after_call, state = call_end(code, executor.jit_code)
-        assert set(state.pushed_callee_saved()) == set(CALLEE_SAVED), state.instructions
+        # 3.13's shim saves every callee-saved register; 3.14's all but rbp (its
+        # caller's rbp is then found from the caller's prologue).
+        saved = set(CALLEE_SAVED) - ({"rbp"} if _minor(process) == "3.14" else set())
+        assert set(state.pushed_callee_saved()) == saved, state.instructions
         assert state.frame_pointer_depth is None
         # The call is a `call rel32` to the trace, which starts right after the shim.
         call = code[after_call - executor.jit_code - 5:after_call - executor.jit_code]
@@ -232,8 +246,8 @@ def test_regions(hot):
         assert (trace.start, trace.end, trace.name) == (
             executor.shim_end, executor.end,
             f"[jit] {label} trace {executor.jit_code:#x}")
-    cold = next(e for e in executors if e.kind == "cold-exit")
-    assert f"[jit] {cold.qualname} trace {cold.jit_code:#x}" in {r.name for r in regions}
+    for cold in (e for e in executors if e.kind == "cold-exit"):
+        assert f"[jit] {cold.qualname} trace {cold.jit_code:#x}" in {r.name for r in regions}
 
 
 def test_jit_off_has_no_executors():
@@ -246,8 +260,13 @@ def test_jit_off_has_no_executors():
         assert len(executors.list_heads) == 1
 
 
-def test_limits_and_unreadable_memory_end_the_list_with_a_reason(hot):
-    process, full = hot
+def test_limits_and_unreadable_memory_end_the_list_with_a_reason():
+    """On 3.13, whose list holds several traces here (3.14's holds one)."""
+    with jit_process("1") as process:
+        _check_limits(process, read_all(process))
+
+
+def _check_limits(process, full):
     lookup = process.lookup()
     runtime = find_runtime(process.memory, lookup)
     limited = read_executors(process.memory, runtime, max_executors=1)
@@ -257,7 +276,7 @@ def test_limits_and_unreadable_memory_end_the_list_with_a_reason(hot):
     chain = []
     head_offset = full.list_heads[0][1]
     address = process.memory.read_u64(full.list_heads[0][0] + head_offset)
-    layout = executor_layout((3, 13))
+    layout = executor_layout(runtime.version)
     while address:
         chain.append(address)
         address = process.memory.read_u64(address + layout.links_next)
@@ -280,8 +299,13 @@ def test_limits_and_unreadable_memory_end_the_list_with_a_reason(hot):
     assert [e.address for e in result] == [chain[0]]
 
 
-def test_a_wrong_layout_is_refused_not_trusted(hot):
-    process, _ = hot
+def test_a_wrong_layout_is_refused_not_trusted():
+    with jit_process("1", iterations=50_000) as process:
+        _check_a_wrong_layout_is_refused(process)
+
+
+def _check_a_wrong_layout_is_refused(process):
+    """3.13's table, shifted: the optimizer pointer check refuses it."""
     runtime = find_runtime(process.memory, process.lookup())
     table = executor_layout((3, 13))
     shifted = table.with_offsets("shifted table",
@@ -321,8 +345,9 @@ def _gdb_offsets(python: Path, expressions: Dict[str, str]) -> Dict[str, int]:
     return dict(zip(expressions, values))
 
 
-def test_the_313_table_matches_the_dwarf_of_the_jit_build():
-    python = jit_python()
+@pytest.mark.parametrize("minor", JIT_MINORS)
+def test_the_table_matches_the_dwarf_of_the_jit_build(minor):
+    python = jit_python(minor)
     offsetof = "&((%s *) 0)->%s"
     expressions = {field: offsetof % ("PyInterpreterState" if field.startswith("interp_")
                                       else "_PyExecutorObject", member)
@@ -331,9 +356,12 @@ def test_the_313_table_matches_the_dwarf_of_the_jit_build():
     expressions["exit_size"] = "sizeof(_PyExitData)"
     expressions["exit_executor"] = "&((_PyExitData *) 0)->executor"
     expressions["linked_byte"] = "&((_PyExecutorObject *) 0)->vm_data.linked"
-    expressions["cold_exit_count"] = "sizeof(COLD_EXITS) / sizeof(COLD_EXITS[0])"
+    table = EXECUTOR_LAYOUTS[(3, int(minor.split(".")[1]))]
+    if table.cold_exit_count:
+        expressions["cold_exit_count"] = "sizeof(COLD_EXITS) / sizeof(COLD_EXITS[0])"
+    if table.interp_list_head is None:  # found by the common_consts probe instead
+        del expressions["interp_list_head"], expressions["interp_optimizer"]
     measured = _gdb_offsets(python, expressions)
-    table = EXECUTOR_LAYOUTS[(3, 13)]
     for field, value in measured.items():
         if field == "linked_byte":
             assert table.linked[0] == value
