@@ -29,3 +29,7 @@ def test_core_mappings_show_jit_code_library_code_and_the_vdso(tmp_path):
     assert all(regions.jit_region_at(m.start) is None for m in libc)
     # The vDSO is anonymous executable memory but holds no JIT code.
     assert vdso and regions.jit_region_at(vdso) is None
+    # Nor does the kernel's [vsyscall] page that gcore dumps.
+    vsyscall = [m for m in mappings if m.start >= 0xFFFF800000000000]
+    assert vsyscall and all(m.path == "[vsyscall]" for m in vsyscall), vsyscall
+    assert all(regions.jit_region_at(m.start) is None for m in vsyscall)

@@ -12,6 +12,8 @@ from . import Mapping
 
 AT_SYSINFO_EHDR = 33  # auxv entry: where the vDSO's ELF header is
 PF_X, PF_W, PF_R = 1, 2, 4
+# x86-64's upper half: a core's segment there is [vsyscall], kernel code, not JIT code.
+KERNEL_SPACE = 0xFFFF800000000000
 
 
 def _perms(flags: int) -> str:
@@ -67,6 +69,8 @@ def read_core_mappings(path: str) -> Tuple[List[Mapping], Optional[int]]:
             end = start + segment["p_memsz"]
             name, offset = next(((f, o + start - s) for s, e, f, o in files if s <= start < e),
                                 ("", 0))
+            if start >= KERNEL_SPACE:  # the kernel's legacy page, as /proc/PID/maps names it
+                name = "[vsyscall]"
             mappings.append(Mapping(start, end, _perms(segment["p_flags"]), name, offset))
     return mappings + _undumped_file_mappings(files, mappings), vdso
 
