@@ -9,7 +9,7 @@ APT_PACKAGES := gdb gcc make python3 python3-venv python3-pyelftools python3-tab
 FIXTURE_CFLAGS := -O0 -g -fno-omit-frame-pointer -Wall -Wextra
 PYTEST_ARGS ?=
 
-.PHONY: demo test apt-deps venv fixtures jit-python clean
+.PHONY: demo test apt-deps venv fixtures cpython-fixtures clean
 
 demo: apt-deps $(BUILD)/toyjit
 	@echo "== toy JIT: C -> JIT (frame pointer) -> C -> JIT (frameless, via trampoline) -> C, stopped by SIGTRAP"
@@ -37,12 +37,14 @@ $(VENV)/.installed: requirements-test.txt setup.cfg
 	$(VENV)/bin/python -m pip install -q -e .
 	touch $@
 
-fixtures: $(BUILD)/toyjit $(BUILD)/deepstack jit-python
+fixtures: $(BUILD)/toyjit $(BUILD)/deepstack cpython-fixtures
 
-# CPython 3.13 with the JIT, built once per machine into ~/.cache/jit-unwind (~20 min on
-# 2 cores the first time; the script returns at once when the build is there).
-jit-python:
-	tests/fixtures/build_cpython_jit.sh
+# CPython 3.13 and 3.14 with the JIT, 3.15 without, once per machine into
+# ~/.cache/jit-unwind: unpacked from ../shared/cpython when it has them (seconds), else
+# built from Debian's sources (10-20 min each on 2 cores); then the script returns at once.
+CPYTHON_MINORS := 3.13 3.14 3.15
+cpython-fixtures:
+	for minor in $(CPYTHON_MINORS); do tests/fixtures/build_cpython.sh $$minor || exit 1; done
 
 $(BUILD)/%: tests/fixtures/%.c
 	@mkdir -p $(BUILD)
