@@ -1,7 +1,7 @@
 """CPython 3.13's JIT executors read from live processes (no debugger).
 
 Each test runs tests/fixtures/python/jit_hot_loop.py on CPython 3.13 built with the
-experimental JIT (tests/fixtures/build_cpython_jit.sh) until it stops itself with
+experimental JIT (tests/fixtures/build_cpython.sh) until it stops itself with
 SIGSTOP, then reads the executor list through /proc/PID/mem.  The script also tells
 which executors CPython itself reports (``_opcode.get_executor``): the walk must find
 each of them, with the same size and function.

@@ -29,7 +29,7 @@ Layouts (x86-64, GIL builds):
 
 * 3.13: ``Include/internal/pycore_optimizer.h`` and ``pycore_interp.h`` of CPython
   v3.13.5 (Debian's python3.13 3.13.5 source); checked against the DWARF of that source
-  built with ``--enable-experimental-jit=yes-off`` (tests/fixtures/build_cpython_jit.sh;
+  built with ``--enable-experimental-jit=yes-off`` (tests/fixtures/build_cpython.sh;
   ``ptype /o struct _PyExecutorObject``, ``PyInterpreterState``) and of pyenv's 3.13.0
   (no JIT): ``executor_list_head`` is at 0x2f258 in both, right after ``optimizer``
   (``PyInterpreterState`` of 3.13 has no ``_Py_TIER2``/``_Py_JIT`` conditional fields).
