@@ -8,12 +8,14 @@ import subprocess
 import jsonschema
 import pytest
 
-from tests.python_expect import (RECURSE, expected_recursion, marks,
-                                 python_frames_with_parents)
+from tests.python_expect import (RECURSE, expected_recursion, marks, python_of,
+                                 python_frames_with_parents, trampolines_with_python_frames)
 from tests.jit_python import jit_python
 from tests.support import PRINT_PID, REPO, pyenv_python, remove_perf_map, run_gdb
 
-VERSIONS = ["3.11.7", "3.12.1", "3.13.0"]
+# pyenv's 3.11-3.13, then the test interpreters 3.14 and 3.15 (tests/jit_python.py).
+VERSIONS = ["3.11.7", "3.12.1", "3.13.0", "3.14.6", "3.15.0rc2"]
+PERF_VERSIONS = ["3.12.1", "3.13.0", "3.14.6", "3.15.0rc2"]   # -X perf exists from 3.12 on
 EVAL = "_PyEval_EvalFrameDefault"
 
 
@@ -25,6 +27,10 @@ def _check_bt(output, depth, perf):
         # With -X perf every Python call has its own eval loop: one frame each.
         parents = [line for line in output.splitlines() if re.match(rf"^#\d+ .*{EVAL} ", line)]
         assert len(parents) == depth + 2, output
+        # The trampoline under each eval loop is named after the Python frame it runs.
+        trampolines = trampolines_with_python_frames(output)
+        assert [python for _, python in trampolines] == expected_recursion(depth), output
+        assert all(name == python[:2] for name, python in trampolines), output
 
 
 def _check_mixed(output, depth):
@@ -33,12 +39,11 @@ def _check_mixed(output, depth):
     assert all(parent == EVAL for _, parent in found), output
 
 
-@pytest.mark.parametrize("version, perf", [
-    ("3.11.7", False), ("3.12.1", False), ("3.13.0", False),
-    ("3.12.1", True), ("3.13.0", True),   # -X perf exists from 3.12 on
-], ids=["3.11.7", "3.12.1", "3.13.0", "3.12.1-perf", "3.13.0-perf"])
+@pytest.mark.parametrize("version, perf",
+                         [(v, False) for v in VERSIONS] + [(v, True) for v in PERF_VERSIONS],
+                         ids=VERSIONS + [f"{v}-perf" for v in PERF_VERSIONS])
 def test_python_frames_live_and_core(gdb, tmp_path, version, perf):
-    python = pyenv_python(version)
+    python = python_of(version)
     options = ["-X", "perf"] if perf else []
     core = tmp_path / "python.core"
     live = run_gdb(gdb, ["run", PRINT_PID, "bt", "py-mixed-bt", f"gcore {core}"],
@@ -59,7 +64,7 @@ def test_python_frames_live_and_core(gdb, tmp_path, version, perf):
 @pytest.mark.parametrize("version", VERSIONS)
 def test_thousand_deep_recursion(gdb, version):
     output = run_gdb(gdb, ["run", "bt", "py-mixed-bt --python-only"],
-                     [pyenv_python(version), RECURSE, "1000"])
+                     [python_of(version), RECURSE, "1000"])
     bt, _, python_only = output.partition("Thread 1 (LWP")
     _check_bt(bt, 1000, perf=False)
     lines = [l.strip() for l in python_only.splitlines() if l.strip().startswith("[py]")]
@@ -160,12 +165,14 @@ def _check_threads(output):
         assert threads[name][1][-1][0] == "Thread._bootstrap", output
 
 
-@pytest.mark.parametrize("version", VERSIONS + ["3.13-jit"])
+@pytest.mark.parametrize("version", VERSIONS + ["3.13-jit", "3.14-jit"])
 def test_all_threads_with_names_and_the_gil(gdb, tmp_path, version):
-    """One thread sleeps in C, one spins in a hot loop (JIT code on the JIT build), one
+    """One thread sleeps in C, one spins in a hot loop (JIT code on the JIT builds), one
     waits on a lock, and the main thread holds the GIL."""
-    python = jit_python() if version == "3.13-jit" else pyenv_python(version)
-    jit = ["set environment PYTHON_JIT=1"] if version == "3.13-jit" else []
+    if version.endswith("-jit"):
+        python, jit = jit_python(version[:-len("-jit")]), ["set environment PYTHON_JIT=1"]
+    else:
+        python, jit = python_of(version), []
     core = tmp_path / "threads.core"
     command = "py-mixed-bt --all-threads --python-only"
     live = run_gdb(gdb, [*jit, "run", command, "echo MIXED\\n", "py-mixed-bt --all-threads",
