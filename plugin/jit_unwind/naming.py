@@ -25,5 +25,11 @@ def describe_unwind(unwound: Unwound, show_method: bool) -> str:
     if show_method:
         parts.append(f"[via {unwound.method}]")
     if unwound.stop_reason:
-        parts.append(f"[unwind stopped: {unwound.stop_reason}]")
+        parts.append(walk_stopped(unwound.stop_reason))
     return " ".join(parts)
+
+
+def walk_stopped(reason: str) -> str:
+    """The note on the last frame of a walk that ended early: our unwinder's reason, or
+    GDB's own (e.g. "Cannot access memory at address 0x7ffd0000fff8")."""
+    return f"[unwind stopped: {reason}]"

@@ -4,59 +4,201 @@ the Python frames each native frame runs as its elided frames.
 The filter is enabled only while the process has JIT code or a CPython runtime: with no
 enabled filter GDB prints frames natively, which is faster, so other processes pay
 nothing.
+
+Once a filter is enabled GDB prints every frame through it, and that printing differs
+from plain ``bt``: a frame without a name prints as ``in  ()`` (GDB 13) or ``in ???
+()`` (GDB 18), an argument whose memory is unreadable raises instead of printing
+``<error reading variable: ...>`` and ends the whole backtrace, any gdb.error of a
+decorator does the same, and the ``Backtrace stopped: ...`` line is never printed.
+Every frame therefore goes through NativeFrameDecorator, which gives plain GDB's text
+and never lets an error out, and the last frame of a walk that ended early carries
+GDB's reason as ``[unwind stopped: ...]``, as frames our unwinder could not unwind do.
 """
 
+import re
+import sys
+
+import gdb
 from gdb.FrameDecorator import FrameDecorator
 
-from ..naming import describe_unwind, jit_frame_name
+from ..naming import describe_unwind, jit_frame_name, walk_stopped
 from .python_frames import interleave, python_thread
 from .python_runtime import is_python_process
 from .settings import debug_log, show_method
 from .state import STATE
 
+# GDB 13 has no FRAME_UNWIND_FIRST_ERROR; "unavailable" is the first error in every GDB.
+_FIRST_ERROR = getattr(gdb, "FRAME_UNWIND_FIRST_ERROR", gdb.FRAME_UNWIND_UNAVAILABLE)
+_BACKTRACE_STOPPED = re.compile(r"^Backtrace stopped: (.+)$", re.M)
 
-class JitFrameDecorator(FrameDecorator):
-    def __init__(self, base, name: str):
+
+class NativeFrameDecorator(FrameDecorator):
+    """One native frame as plain GDB would print it, or with ``name`` (a JIT frame's)
+    instead of its function's name, and ``note`` after the name."""
+
+    def __init__(self, base, name=None, note: str = "", pc_unavailable: bool = False):
         super().__init__(base)
         self._name = name
+        self._note = note
+        self._pc_unavailable = pc_unavailable
+
+    def with_note(self, note: str) -> "NativeFrameDecorator":
+        return NativeFrameDecorator(self._base, self._name,
+                                    f"{self._note} {note}" if self._note else note,
+                                    self._pc_unavailable)
 
     def function(self):
-        return self._name
+        name = self._name if self._name is not None else plain_name(self._base)
+        if self._note:
+            name = f"{name} {self._note}"
+        if self._pc_unavailable and "gdb.dap" not in sys.modules:
+            name = f"<unavailable> in {name}"  # plain GDB: "#0  <unavailable> in ?? ()"
+        return name
+
+    def address(self):
+        try:
+            return super().address()
+        except Exception:  # "PC not available"
+            # GDB's DAP server needs an address for every frame of a stackTrace.
+            return 0 if "gdb.dap" in sys.modules else None
+
+    def filename(self):
+        try:
+            return super().filename()
+        except Exception:
+            return None
+
+    def line(self):
+        try:
+            return super().line()
+        except Exception:
+            return None
+
+    def frame_args(self):
+        return _checked(self, super().frame_args)
+
+    def frame_locals(self):
+        return _checked(self, super().frame_locals)
 
 
-def _base_name(decorator) -> str:
-    name = decorator.function()
-    if isinstance(name, int):
-        return f"{name:#x}"
+def plain_name(base) -> str:
+    """The name plain GDB's ``bt`` prints for a frame: its function, else ``??``.
+
+    GDB 13's FrameDecorator returns the pc for a frame without debug information (GDB
+    then looks a minimal symbol up at that pc, and prints nothing without one), GDB 18's
+    returns "???"; plain ``bt`` asks for the frame's function name, minimal symbols
+    included, and prints ``??`` without one."""
+    try:
+        name = base.function()
+    except Exception:
+        name = None
+    if isinstance(name, str) and name != "???":
+        return name
+    try:
+        frame = base.inferior_frame() if hasattr(base, "inferior_frame") else base
+        name = frame.name()
+    except Exception:
+        name = None
     return name or "??"
 
 
+def _checked(decorator, fetch):
+    """The arguments or locals of a frame, each read once to see that GDB can print it."""
+    try:
+        items = fetch()
+        if items is None:
+            return None
+        frame = decorator.inferior_frame()
+        return [CheckedVariable(frame, item) for item in items]
+    except Exception as error:
+        debug_log(f"frame variables: {error!r}")
+        return None
+
+
+class CheckedVariable:
+    """One argument or local of a frame (GDB's "Symbol/Value" interface).
+
+    When GDB can read the variable its value stays None, so GDB reads and prints it as
+    plain ``bt`` does (entry values included).  When it cannot, GDB's printing of
+    filtered frames would raise and end the backtrace; the value becomes GDB's own
+    message as a string instead, which GDB shows as ``...`` (not a scalar) under the
+    default ``set print frame-arguments scalars`` and in full with ``all``."""
+
+    def __init__(self, frame, item):
+        self._frame = frame
+        self._item = item
+
+    def symbol(self):
+        return self._item.symbol()
+
+    def value(self):
+        value = self._item.value() if hasattr(self._item, "value") else None
+        try:
+            if value is None:
+                symbol = self._item.symbol()
+                if not isinstance(symbol, gdb.Symbol):
+                    return None
+                self._frame.read_var(symbol).fetch_lazy()
+            elif isinstance(value, gdb.Value):
+                value.fetch_lazy()
+        except Exception as error:
+            return gdb.Value(f"<error reading variable: {error}>")
+        return value
+
+
 def decorate(decorator):
+    """``decorator`` as a NativeFrameDecorator, named when it is a JIT frame, and whether
+    our unwinder ended the walk at it."""
     try:
         return _decorate(decorator)
     except Exception as error:  # never lose a frame over a naming problem
         debug_log(f"frame filter error: {error!r}")
-        return decorator
+        return NativeFrameDecorator(decorator), False
 
 
 def _decorate(decorator):
     frame = decorator.inferior_frame()
-    pc = frame.pc()
+    try:
+        pc = frame.pc()
+    except gdb.error:  # "PC not available": nothing to name
+        return NativeFrameDecorator(decorator, pc_unavailable=True), False
+    unwound = STATE.unwound.get((pc, _sp(frame))) if pc in STATE.unwound_pcs else None
+    ends_walk = unwound is not None and unwound.ends_walk
     innermost = frame.level() == 0
     guessed = STATE.guessed.get(pc)
     if STATE.regions().jit_region_at(pc if innermost else pc - 1) is None and not guessed:
-        return decorator
+        return NativeFrameDecorator(decorator), ends_walk
     name = jit_frame_name(STATE.named_regions(), pc, innermost)
-    sp = _sp(frame)
-    parts = [name if name is not None else _base_name(decorator)]
-    if guessed and sp in guessed:
+    parts = [name if name is not None else plain_name(decorator)]
+    if guessed and _sp(frame) in guessed:
         parts.append("[guess: found by stack scan]")
-    unwound = STATE.unwound.get((pc, sp))
     if unwound is not None:
         suffix = describe_unwind(unwound, show_method())
         if suffix:
             parts.append(suffix)
-    return JitFrameDecorator(decorator, " ".join(parts))
+    return NativeFrameDecorator(decorator, " ".join(parts)), ends_walk
+
+
+def gdb_stop_reason(frame) -> str:
+    """Why GDB found no frame older than ``frame``, in GDB's words, when that is an
+    error (plain ``bt`` then ends with "Backtrace stopped: <reason>"); else ""."""
+    try:
+        reason = frame.unwind_stop_reason()
+        if reason < _FIRST_ERROR:
+            return ""
+        text = gdb.frame_stop_reason_string(reason)
+    except Exception:
+        return ""
+    # GDB keeps the particular message (e.g. which address it could not read) where only
+    # its own backtrace prints it; the frames are cached, so this walk costs little.
+    try:
+        match = _BACKTRACE_STOPPED.search(
+            gdb.execute("backtrace -no-filters -1", to_string=True))
+        if match:
+            text = match.group(1)
+    except Exception:
+        pass
+    return text
 
 
 class JitFrameFilter:
@@ -82,7 +224,7 @@ class JitFrameFilter:
         self._enabled = bool(value)
 
     def filter(self, frame_iter):
-        frames = map(decorate, _until_walk_ends(frame_iter))
+        frames = walk(frame_iter)
         try:
             thread = python_thread()
         except Exception as error:  # Python frames are a bonus; never lose the native ones
@@ -93,18 +235,72 @@ class JitFrameFilter:
         return interleave(frames, thread)
 
 
-def _until_walk_ends(frame_iter):
-    """Frames up to one whose unwind ended the walk on purpose; the zero-pc frame that
-    follows it on GDB 13 is not a frame of the program."""
-    for decorator in frame_iter:
-        yield decorator
-        frame = decorator.inferior_frame()
+def walk(frame_iter):
+    """GDB's frames, decorated, up to where the walk ends.
+
+    It ends where our unwinder ended it on purpose (on GDB 13 a frame with a zero pc
+    follows, which is no frame of the program), or where GDB could not go on: then the
+    last frame says why.  One frame is held back until the next one shows whether it is
+    the last."""
+    held = None  # (decorator, ends walk) not yet yielded
+    note = ""
+    while True:
+        try:
+            decorator = next(frame_iter)
+        except StopIteration:
+            break
+        except Exception as error:
+            # GDB's frame iterator unwinds the frame after the one it returns, and an
+            # error there loses the frame it was about to return: fetch that one again.
+            decorator = _frame_after(held[0] if held else None)
+            note = walk_stopped(str(error) or type(error).__name__)
+            if decorator is None:
+                break
+            if held is not None:
+                yield held[0]
+            held = decorate(decorator)
+            break
+        if held is not None:
+            yield held[0]
+        held = decorate(decorator)
+        if held[1]:
+            yield held[0]
+            return
+    if held is None:
+        return
+    last = held[0]
+    if not note:
+        reason = gdb_stop_reason(last.inferior_frame())
+        note = walk_stopped(reason) if reason else ""
+    yield last.with_note(note) if note else last
+
+
+def walk_ended_by_unwinder(frame):
+    """Our unwinder's reason when it ended the walk at ``frame`` on purpose, else None."""
+    try:
         pc = frame.pc()
-        if pc in STATE.unwound_pcs:
-            unwound = STATE.unwound.get((pc, _sp(frame)))
-            if unwound is not None and unwound.ends_walk:
-                return
+        unwound = STATE.unwound.get((pc, _sp(frame))) if pc in STATE.unwound_pcs else None
+    except Exception:
+        return None
+    if unwound is None or not unwound.ends_walk:
+        return None
+    return unwound.stop_reason or "no caller found"
 
 
-def _sp(frame) -> int:
-    return int(frame.read_register("rsp"))
+def _frame_after(decorator):
+    """The frame older than ``decorator``'s (the newest frame without one), or None."""
+    try:
+        if decorator is None:
+            frame = gdb.newest_frame()
+        else:
+            frame = decorator.inferior_frame().older()
+        return FrameDecorator(frame) if frame is not None else None
+    except Exception:
+        return None
+
+
+def _sp(frame):
+    try:
+        return int(frame.read_register("rsp"))
+    except Exception:  # "value has been optimized out", "PC not available"
+        return None

@@ -16,14 +16,24 @@ EVAL_FUNCTION = "_PyEval_EvalFrameDefault"
 
 def classify(frame, level: int) -> NativeFrameInfo:
     """Is this native frame an eval loop (and which interpreter frame is it running),
-    JIT code, or anything else?"""
+    JIT code, or anything else?  Never raises: a frame GDB cannot read is "other"."""
+    try:
+        return _classify(frame, level)
+    except Exception:
+        return NativeFrameInfo(level, OTHER)
+
+
+def _classify(frame, level: int) -> NativeFrameInfo:
     try:
         name = frame.name()
     except gdb.error:
         name = None
     if name == EVAL_FUNCTION:
         return NativeFrameInfo(level, EVAL, _interpreter_frame(frame))
-    pc = frame.pc()
+    try:
+        pc = frame.pc()
+    except gdb.error:  # "PC not available" (a core without registers, a broken walk)
+        return NativeFrameInfo(level, OTHER)
     lookup = pc if level == 0 else pc - 1
     if STATE.regions().jit_region_at(lookup) is None:
         return NativeFrameInfo(level, OTHER)
@@ -70,7 +80,10 @@ class PythonFrameDecorator(FrameDecorator):
         return self._base_pc() if "gdb.dap" in sys.modules else None
 
     def _base_pc(self):
-        return self.inferior_frame().pc()
+        try:
+            return self.inferior_frame().pc()
+        except gdb.error:
+            return 0
 
     def filename(self):
         return self._frame.filename
