@@ -9,6 +9,7 @@ from ..cpython.thread_names import read_thread_names
 from ..mixed import MixedThread, NativeFrame, mix
 from ..naming import jit_frame_name
 from ..render_mixed import render_text, to_json
+from .frame_filter import gdb_stop_reason, walk_ended_by_unwinder
 from .python_frames import classify, python_thread
 from .python_runtime import python_runtime, thread_lwp
 from .state import STATE
@@ -28,10 +29,18 @@ PARSER.add_argument("--python-only", "-p", action="store_true")
 
 
 def _native_frame(frame, level: int) -> NativeFrame:
+    """``frame`` as py-mixed-bt lists it; GdbError when its pc cannot be read."""
+    try:
+        pc = frame.pc()
+    except gdb.error as error:  # "PC not available": no frame to list
+        raise gdb.GdbError(str(error)) from None
     info = classify(frame, level)
-    pc = frame.pc()
-    name = (jit_frame_name(STATE.named_regions(), pc, level == 0)
-            if info.kind == "jit" else None)
+    name = None
+    if info.kind == "jit":
+        try:
+            name = jit_frame_name(STATE.named_regions(), pc, level == 0)
+        except Exception:  # a name is a bonus; the frame stays
+            name = None
     if name is None:
         try:
             name = frame.name()
@@ -49,26 +58,37 @@ def _native_frame(frame, level: int) -> NativeFrame:
 
 
 def _native_frames(thread) -> (List[NativeFrame], str):
-    """The thread's native frames, innermost first, and why the walk ended early."""
+    """The thread's native frames, innermost first, and why the walk ended early: our
+    unwinder's reason, or GDB's (what plain ``bt`` prints as "Backtrace stopped: ...")."""
     thread.switch()
     frames: List[NativeFrame] = []
     try:
         frame = gdb.newest_frame()
     except gdb.error as error:
         return frames, str(error)
-    while frame is not None and len(frames) < MAX_FRAMES:
-        frames.append(_native_frame(frame, len(frames)))
+    while len(frames) < MAX_FRAMES:
         try:
-            frame = frame.older()
+            frames.append(_native_frame(frame, len(frames)))
+        except gdb.GdbError as error:
+            return frames, str(error)
+        ended = walk_ended_by_unwinder(frame)
+        if ended is not None:  # on GDB 13 a zero-pc frame follows: not the program's
+            return frames, ended
+        try:
+            older = frame.older()
         except gdb.error as error:
             return frames, str(error)
-    if frame is not None:
-        return frames, f"more than {MAX_FRAMES} frames"
-    return frames, ""
+        if older is None:
+            return frames, gdb_stop_reason(frame)
+        frame = older
+    return frames, f"more than {MAX_FRAMES} frames"
 
 
 def _mixed_thread(thread, python_only: bool, names) -> MixedThread:
-    python = python_thread(thread)
+    try:
+        python = python_thread(thread)
+    except Exception:  # memory the runtime's structures need is unreadable: native only
+        python = None
     mixed = MixedThread(thread.num, thread_lwp(thread), thread.name, python,
                         names.get(python.thread_id) if python is not None else None)
     if not python_only:
@@ -110,7 +130,10 @@ nothing runs in the program, so this works on core files too.
         except gdb.error:
             frame = None
         try:
-            names = read_thread_names(runtime)
+            try:
+                names = read_thread_names(runtime)
+            except Exception:  # names are a bonus
+                names = {}
             mixed = [_mixed_thread(thread, options.python_only, names) for thread in threads]
         finally:
             selected.switch()
