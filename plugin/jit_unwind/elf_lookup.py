@@ -12,18 +12,34 @@ from .regions import Mapping
 
 # Opened files, by path: (ELFFile or None, [(p_vaddr, p_offset)] of PT_LOADs).
 _files: Dict[str, Tuple[object, List[Tuple[int, int]]]] = {}
+_have_pyelftools: Optional[bool] = None
+
+
+def have_pyelftools() -> bool:
+    """Whether pyelftools can be imported.  Without it no lookup here finds anything:
+    callers say so (naming the package) rather than "no such symbol"."""
+    global _have_pyelftools
+    if _have_pyelftools is None:
+        try:
+            from elftools.elf.elffile import ELFFile  # noqa: F401
+            _have_pyelftools = True
+        except ImportError:
+            _have_pyelftools = False
+    return _have_pyelftools
 
 
 def _elf(path: str):
     """pyelftools' view of ``path`` (kept open; mapped files do not change under us)."""
     if path not in _files:
+        if not have_pyelftools():
+            return None, []  # not cached: the answer is "cannot tell", not "no symbol"
         try:
             from elftools.elf.elffile import ELFFile
             elf = ELFFile(open(path, "rb"))  # noqa: SIM115 - kept for later lookups
             loads = [(seg["p_vaddr"], seg["p_offset"]) for seg in elf.iter_segments()
                      if seg["p_type"] == "PT_LOAD"]
             _files[path] = (elf, loads)
-        except Exception:  # not ELF, unreadable, pyelftools missing: no answer
+        except Exception:  # not ELF, unreadable: no answer
             _files[path] = (None, [])
     return _files[path]
 

@@ -1,10 +1,40 @@
 """Text for commands: no debugger I/O here, callers print the strings."""
 
-from typing import Iterable
+from pathlib import Path
+from typing import Iterable, Optional, Sequence
 
 from .model import Region
 
 REGION_HEADERS = ("start", "end", "size", "source", "name")
+
+# The packages jit-unwind imports that a debugger's Python may lack: Debian's package.
+DEBIAN_PACKAGES = {"pyelftools": "python3-pyelftools", "tabulate": "python3-tabulate"}
+# The source tree (gdb_init.py, Makefile), when jit-unwind runs from it.
+_SOURCE_TREE = Path(__file__).resolve().parents[2]
+
+
+def missing_dependency(package: str, consequence: str, python: str) -> str:
+    """One line saying ``package`` is missing from ``python`` (e.g. "GDB's Python
+    3.11"), what that costs, and the command that installs it."""
+    text = (f"{package} is not installed in {python}: {consequence}. Install it with "
+            f"`apt-get install {DEBIAN_PACKAGES.get(package, package)}` (Debian's GDB)")
+    if (_SOURCE_TREE / "Makefile").exists():
+        text += f" or run `make venv` in {_SOURCE_TREE} (gdb_init.py then uses its .venv)"
+    return text + "."
+
+
+_have_tabulate: Optional[bool] = None
+
+
+def have_tabulate() -> bool:
+    global _have_tabulate
+    if _have_tabulate is None:
+        try:
+            import tabulate  # noqa: F401
+            _have_tabulate = True
+        except ImportError:
+            _have_tabulate = False
+    return _have_tabulate
 
 
 def region_rows(regions: Iterable[Region]):
@@ -17,5 +47,19 @@ def region_table(regions: Iterable[Region]) -> str:
     rows = region_rows(regions)
     if not rows:
         return "No JIT regions: no anonymous executable memory and no perf map entries."
+    if not have_tabulate():
+        return plain_table(rows, REGION_HEADERS)
     from tabulate import tabulate  # imported lazily: only this command needs it
     return tabulate(rows, headers=REGION_HEADERS, tablefmt="simple", disable_numparse=True)
+
+
+def plain_table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:
+    """Left-aligned columns under dashed headers (tabulate's "simple" layout, for a
+    Python without tabulate)."""
+    widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *rows)]
+
+    def line(cells):
+        return "  ".join(str(cell).ljust(width) for cell, width in zip(cells, widths)).rstrip()
+
+    return "\n".join([line(headers), line("-" * width for width in widths)]
+                     + [line(row) for row in rows])

@@ -2,7 +2,8 @@
 
 import gdb
 
-from ..render import region_table
+from ..render import have_tabulate, region_table
+from .discovery import warn_missing
 from .state import STATE
 
 
@@ -24,7 +25,12 @@ and name."""
             raise gdb.GdbError("info jit-regions takes no arguments.")
         if gdb.selected_inferior().pid <= 0:
             raise gdb.GdbError("No process: run a program or load a core file first.")
-        regions = STATE.named_regions()
+        try:
+            regions = STATE.named_regions().listing()
+        except Exception as error:  # never a traceback, even on a broken core
+            raise gdb.GdbError(f"info jit-regions: cannot list the JIT regions: {error}") from None
         if STATE.problem:
             gdb.write(f"warning: {STATE.problem}\n")
-        gdb.write(region_table(regions.listing()) + "\n")
+        if not have_tabulate():
+            warn_missing("tabulate", "info jit-regions prints its table in a plain layout")
+        gdb.write(region_table(regions) + "\n")

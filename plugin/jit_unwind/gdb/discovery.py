@@ -1,6 +1,7 @@
 """Build the RegionMap of the selected inferior: live process, core file or remote."""
 
 import re
+import sys
 from typing import List, Optional, Tuple
 
 import gdb
@@ -8,6 +9,7 @@ import gdb
 from ..model import Region
 from ..regions import Mapping, RegionMap
 from ..elf_lookup import symbol_address
+from ..render import missing_dependency
 from ..regions.corefile import read_core_mappings
 from ..regions.jit_interface import read_jit_interface
 from ..regions.perfmap import read_perf_map
@@ -15,6 +17,23 @@ from ..regions.procmaps import read_proc_maps
 from .memory import GdbMemory
 
 _CORE_LINE = re.compile(r"Local core dump file:\s*\n\s*`(.+?)', file type")
+GDB_PYTHON = f"GDB's Python {sys.version_info[0]}.{sys.version_info[1]}"
+# What jit-unwind cannot do without pyelftools (one sentence for every message).
+WITHOUT_PYELFTOOLS = ("without it jit-unwind finds no JIT code in core files and no "
+                      "CPython runtime (no Python frames)")
+_warned = set()
+
+
+def missing(package: str, consequence: str) -> str:
+    """The one-line message for ``package`` missing from GDB's Python."""
+    return missing_dependency(package, consequence, GDB_PYTHON)
+
+
+def warn_missing(package: str, consequence: str) -> None:
+    """Say once per GDB session that ``package`` is missing and what that costs."""
+    if package not in _warned:
+        _warned.add(package)
+        gdb.write(f"warning: jit-unwind: {missing(package, consequence)}\n", gdb.STDERR)
 
 
 def connection_type(inferior) -> str:
@@ -59,7 +78,8 @@ def _mappings(inferior, kind: str) -> Tuple[List[Mapping], List[int], str]:
         try:
             mappings, vdso = read_core_mappings(path)
         except ImportError:
-            return [], [], "pyelftools is not installed; cannot read the core's segments"
+            warn_missing("pyelftools", WITHOUT_PYELFTOOLS)
+            return [], [], missing("pyelftools", WITHOUT_PYELFTOOLS)
         except Exception as error:  # a truncated or foreign core
             return [], [], f"cannot read core file {path}: {error}"
         return mappings, [vdso] if vdso else [], ""

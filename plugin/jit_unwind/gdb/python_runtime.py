@@ -7,8 +7,9 @@ import gdb
 
 from ..cpython import CPythonError, CPythonRuntime, find_runtime, version_from_library_name
 from ..cpython.executors import DWARF_FIELDS, executor_layout, read_executors
-from ..elf_lookup import section_address, symbol_address
+from ..elf_lookup import have_pyelftools, section_address, symbol_address
 from ..regions.cpython_jit import executor_regions
+from .discovery import WITHOUT_PYELFTOOLS, missing, warn_missing
 from .memory import GdbMemory
 from .state import STATE
 
@@ -30,6 +31,8 @@ def lookup_symbol(name: str, debug_info: bool = True) -> Optional[int]:
         address = _debug_info_address(name)
         if address is None:  # no debug info either: the symbol tables, parsed in full
             address = symbol_address(mappings, name, full_tables=True)
+    if address is None and not have_pyelftools():
+        warn_missing("pyelftools", WITHOUT_PYELFTOOLS)
     STATE.cache[key] = address
     return address
 
@@ -68,6 +71,8 @@ def python_runtime() -> Tuple[Optional[CPythonRuntime], str]:
             result = (find_runtime(GdbMemory(), lookup_symbol, _version_hint()), "")
         except CPythonError as error:
             result = (None, str(error))
+            if not have_pyelftools() and lookup_symbol("_PyRuntime") is None:
+                result = (None, missing("pyelftools", WITHOUT_PYELFTOOLS))
         except Exception as error:  # never let a Python problem break a backtrace
             result = (None, f"cannot read the CPython runtime: {error}")
     STATE.cache["python-runtime"] = result
