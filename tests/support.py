@@ -39,8 +39,9 @@ def pyenv_python(version: str) -> Path:
 
 def run_gdb(gdb: Path, commands: Sequence[str], program: Sequence[str] = (),
             core: Optional[Path] = None, plugin: bool = True,
-            before: Sequence[str] = ()) -> str:
-    """Run GDB in batch mode and return everything it printed."""
+            before: Sequence[str] = (), early: Sequence[str] = ()) -> str:
+    """Run GDB in batch mode and return everything it printed.  ``early`` commands run
+    first of all (``-iex``), before the plugin is loaded."""
     argv = [str(gdb), "-nx", "-q", "-batch",
             "-iex", "set debuginfod enabled off", "-iex", "set pagination off",
             "-iex", "set width 0", "-iex", "set confirm off",
@@ -48,6 +49,8 @@ def run_gdb(gdb: Path, commands: Sequence[str], program: Sequence[str] = (),
             # test must not inherit them.
             "-iex", "unset environment PYTHONHOME", "-iex", "unset environment PYTHONPATH",
             "-iex", "unset environment PYTHONNOUSERSITE"]
+    for command in early:
+        argv += ["-iex", command]
     if plugin:
         argv += ["-x", str(GDB_INIT)]
     for command in before:
