@@ -11,9 +11,9 @@ core's memory and load every registered object file again (``maint info jit`` li
 entry, ``bt`` without the plugin names and unwinds the registered frames), so a core
 behaves like the live process.
 
-The program is built from tests/fixtures/toyjit.c with ``-rdynamic``: CPython exports
-``__jit_debug_descriptor`` (``Py_EXPORTED_SYMBOL``, and ``python`` links with
-``-export-dynamic``), and the plugin finds the descriptor among exported symbols.
+Every test runs on two builds of tests/fixtures/toyjit.c: the Makefile's (the descriptor
+is found in its debug info) and one with ``-rdynamic`` (found among exported symbols, as
+CPython exports ``__jit_debug_descriptor``: ``Py_EXPORTED_SYMBOL``, ``-export-dynamic``).
 """
 
 import re
@@ -21,8 +21,8 @@ import subprocess
 
 import pytest
 
-from tests.support import (PRINT_PID, REPO, assert_no_unnamed_frames, parse_backtrace,
-                           remove_perf_map, run_gdb)
+from tests.support import (PRINT_PID, REPO, assert_no_unnamed_frames, fixture_binary,
+                           parse_backtrace, remove_perf_map, run_gdb)
 from tests.toyjit_expect import GDB_JIT_NAME, PERF_NAMES, check_backtrace
 
 SHOW_METHOD = "set jit-unwind show-method on"
@@ -31,8 +31,10 @@ CFLAGS = ["-O0", "-g", "-fno-omit-frame-pointer", "-Wall", "-Wextra", "-rdynamic
 _ROW = re.compile(r"^(0x[0-9a-f]+)\s+(0x[0-9a-f]+)\s+0x[0-9a-f]+\s+(\S+)\s*(.*)$")
 
 
-@pytest.fixture(scope="module")
-def toyjit(tmp_path_factory):
+@pytest.fixture(scope="module", params=["debug-info", "exported"])
+def toyjit(request, tmp_path_factory):
+    if request.param == "debug-info":
+        return fixture_binary("toyjit")
     binary = tmp_path_factory.mktemp("toyjit_gdb_jit") / "toyjit"
     subprocess.run(["gcc", *CFLAGS, "-o", str(binary),
                     str(REPO / "tests" / "fixtures" / "toyjit.c")], check=True)

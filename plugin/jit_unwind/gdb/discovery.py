@@ -88,9 +88,23 @@ def _mappings(inferior, kind: str) -> Tuple[List[Mapping], List[int], str]:
     return _remote_mappings(), [], ""
 
 
+def _debug_info_variable(name: str) -> Optional[int]:
+    """Address of a global variable from GDB's debug info, None without."""
+    try:
+        symbol = gdb.lookup_global_symbol(name)
+        if symbol is None:
+            return None
+        address = symbol.value().address
+        return int(address) if address is not None else None
+    except (gdb.error, ValueError):
+        return None
+
+
 def jit_interface_regions(mappings) -> List[Region]:
     """Object files registered through GDB's JIT interface (listed, left to GDB)."""
     descriptor = symbol_address(mappings, "__jit_debug_descriptor")
+    if descriptor is None:  # not exported (an executable without -rdynamic): debug info
+        descriptor = _debug_info_variable("__jit_debug_descriptor")
     if descriptor is None:
         return []
     return read_jit_interface(GdbMemory(), descriptor)

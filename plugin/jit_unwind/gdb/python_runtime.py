@@ -41,9 +41,12 @@ def _debug_info_address(name: str) -> Optional[int]:
     for finder in (gdb.lookup_global_symbol, gdb.lookup_static_symbol):
         try:
             symbol = finder(name)
-            if symbol is not None and symbol.is_variable:
-                return int(symbol.value().address)
-        except gdb.error:
+            # Not only is_variable: GDB may class a global like _PyRuntime otherwise,
+            # and any symbol whose value has an address will do.
+            address = symbol.value().address if symbol is not None else None
+            if address is not None:
+                return int(address)
+        except (gdb.error, ValueError):
             pass
     return None
 
