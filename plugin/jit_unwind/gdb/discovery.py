@@ -19,8 +19,8 @@ from .memory import GdbMemory
 _CORE_LINE = re.compile(r"Local core dump file:\s*\n\s*`(.+?)', file type")
 GDB_PYTHON = f"GDB's Python {sys.version_info[0]}.{sys.version_info[1]}"
 # What jit-unwind cannot do without pyelftools (one sentence for every message).
-WITHOUT_PYELFTOOLS = ("without it jit-unwind finds no JIT code in core files and no "
-                      "CPython runtime (no Python frames)")
+WITHOUT_PYELFTOOLS = ("without it jit-unwind finds no JIT code in core files, and "
+                      "finds the CPython runtime only through debug info")
 _warned = set()
 
 
