@@ -2,7 +2,7 @@
 plugin, nothing prints a Python traceback, and a walk that ends early says why.
 
 Each core is written by ``gcore`` from a real process (the toy JIT in its three modes,
-CPython 3.12 with ``-X perf``, CPython 3.13's JIT) and copied with one kind of damage:
+CPython 3.12 with ``-X perf``, CPython 3.13's and 3.14's JIT) and copied with one kind of damage:
 
 - stack words scribbled: the return slot of the first JIT frame, the frame of its
   caller, or random words between the stop and the outermost frame;
@@ -80,6 +80,8 @@ def _subjects():
         "toy-mixed": (toyjit, ["mixed", "3", "sigtrap"], [], False),
         "py3.12-perf": (lambda: pyenv_python("3.12.1"), ["-X", "perf", RECURSE], [], True),
         "py3.13-jit": (lambda: jit_python("3.13"), [SCRIPTS / "jit_scenarios.py", "kill"],
+                       ["set environment PYTHON_JIT=1"], True),
+        "py3.14-jit": (lambda: jit_python("3.14"), [SCRIPTS / "jit_scenarios.py", "kill"],
                        ["set environment PYTHON_JIT=1"], True),
     }
 

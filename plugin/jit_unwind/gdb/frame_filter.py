@@ -253,7 +253,9 @@ def walk(frame_iter):
             # GDB's frame iterator unwinds the frame after the one it returns, and an
             # error there loses the frame it was about to return: fetch that one again.
             decorator = _frame_after(held[0] if held else None)
-            note = walk_stopped(str(error) or type(error).__name__)
+            reason = str(error) or type(error).__name__
+            note = walk_stopped(reason)
+            _remember_gdb_stop(decorator, reason)
             if decorator is None:
                 break
             if held is not None:
@@ -273,6 +275,22 @@ def walk(frame_iter):
         reason = gdb_stop_reason(last.inferior_frame())
         note = walk_stopped(reason) if reason else ""
     yield last.with_note(note) if note else last
+
+
+def _remember_gdb_stop(decorator, reason: str) -> None:
+    try:
+        frame = decorator.inferior_frame()
+        STATE.gdb_stops[(frame.pc(), _sp(frame))] = reason
+    except Exception:
+        pass
+
+
+def remembered_gdb_stop(frame) -> str:
+    """GDB's error for unwinding past ``frame`` when a walk of this stop met it."""
+    try:
+        return STATE.gdb_stops.get((frame.pc(), _sp(frame)), "")
+    except Exception:
+        return ""
 
 
 def walk_ended_by_unwinder(frame):

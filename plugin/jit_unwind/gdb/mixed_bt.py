@@ -9,7 +9,7 @@ from ..cpython.thread_names import read_thread_names
 from ..mixed import MixedThread, NativeFrame, mix
 from ..naming import jit_frame_name
 from ..render_mixed import render_text, to_json
-from .frame_filter import gdb_stop_reason, walk_ended_by_unwinder
+from .frame_filter import gdb_stop_reason, remembered_gdb_stop, walk_ended_by_unwinder
 from .python_frames import classify, python_thread
 from .python_runtime import python_runtime, thread_lwp
 from .state import STATE
@@ -79,7 +79,7 @@ def _native_frames(thread) -> (List[NativeFrame], str):
         except gdb.error as error:
             return frames, str(error)
         if older is None:
-            return frames, gdb_stop_reason(frame)
+            return frames, gdb_stop_reason(frame) or remembered_gdb_stop(frame)
         frame = older
     return frames, f"more than {MAX_FRAMES} frames"
 

@@ -20,6 +20,9 @@ class StopState:
         self.unwound: Dict[Tuple[int, int], Unwound] = {}
         self.unwound_pcs = set()  # lets the frame filter skip reading sp elsewhere
         self.guessed: Dict[int, Dict[int, Unwound]] = {}
+        # (pc, sp) of a frame GDB could not unwind -> GDB's error: GDB says it once, then
+        # only "no reason" for that frame, and both bt and py-mixed-bt must show it.
+        self.gdb_stops: Dict[Tuple[int, Optional[int]], str] = {}
         # Anything else worth computing once per stop (the CPython runtime, ...).
         self.cache: Dict[str, object] = {}
         # Sources of named JIT regions too costly to read unless a pc is in JIT code.
@@ -33,6 +36,7 @@ class StopState:
         self.unwound.clear()
         self.unwound_pcs.clear()
         self.guessed.clear()
+        self.gdb_stops.clear()
         self.cache.clear()
 
     def connect(self) -> None:

@@ -3,6 +3,7 @@
 from typing import Callable, List, Optional, Tuple
 
 from ..model import Unwound
+from .caller_frame import caller_frame_pointer
 from .context import UnwindContext
 from .entry_record import unwind_entry_record
 from .frame_pointer import unwind_frame_pointer
@@ -35,7 +36,19 @@ def unwind_jit_frame(ctx: UnwindContext) -> Unwound:
         result = strategy(ctx)
         if result is None:
             continue
-        if result.ends_walk or ctx.plausible_caller_sp(result.caller_sp):
+        if result.ends_walk:
             return result
+        if ctx.plausible_caller_sp(result.caller_sp):
+            return _with_caller_frame_pointer(ctx, result)
     return Unwound(method="none",
                    stop_reason="no strategy found the caller of this JIT frame")
+
+
+def _with_caller_frame_pointer(ctx: UnwindContext, result: Unwound) -> Unwound:
+    """A caller found without its rbp (above a trace, or by a scan) gets it from its own
+    prologue when it keeps a frame pointer: GDB needs rbp for such a caller's CFA."""
+    if "rbp" not in result.saved:
+        rbp = caller_frame_pointer(ctx, result.caller_pc, result.caller_sp)
+        if rbp is not None:
+            result.saved["rbp"] = rbp
+    return result
