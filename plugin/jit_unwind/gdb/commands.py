@@ -3,7 +3,7 @@
 import gdb
 
 from ..render import have_tabulate, region_table
-from .discovery import warn_missing
+from ..dependencies import warn_missing
 from .state import STATE
 
 
@@ -32,5 +32,5 @@ and name."""
         if STATE.problem:
             gdb.write(f"warning: {STATE.problem}\n")
         if not have_tabulate():
-            warn_missing("tabulate", "info jit-regions prints its table in a plain layout")
+            warn_missing(STATE.process, "tabulate", "info jit-regions prints its table in a plain layout")
         gdb.write(region_table(regions) + "\n")

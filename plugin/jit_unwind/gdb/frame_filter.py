@@ -15,21 +15,16 @@ and never lets an error out, and the last frame of a walk that ended early carri
 GDB's reason as ``[unwind stopped: ...]``, as frames our unwinder could not unwind do.
 """
 
-import re
 import sys
 
 import gdb
 from gdb.FrameDecorator import FrameDecorator
 
 from ..naming import describe_unwind, jit_frame_name, walk_stopped
+from .debugger import gdb_stop_reason
 from .python_frames import interleave, python_thread
-from .python_runtime import is_python_process
 from .settings import debug_log, show_method
 from .state import STATE
-
-# GDB 13 has no FRAME_UNWIND_FIRST_ERROR; "unavailable" is the first error in every GDB.
-_FIRST_ERROR = getattr(gdb, "FRAME_UNWIND_FIRST_ERROR", gdb.FRAME_UNWIND_UNAVAILABLE)
-_BACKTRACE_STOPPED = re.compile(r"^Backtrace stopped: (.+)$", re.M)
 
 
 class NativeFrameDecorator(FrameDecorator):
@@ -179,28 +174,6 @@ def _decorate(decorator):
     return NativeFrameDecorator(decorator, " ".join(parts)), ends_walk
 
 
-def gdb_stop_reason(frame) -> str:
-    """Why GDB found no frame older than ``frame``, in GDB's words, when that is an
-    error (plain ``bt`` then ends with "Backtrace stopped: <reason>"); else ""."""
-    try:
-        reason = frame.unwind_stop_reason()
-        if reason < _FIRST_ERROR:
-            return ""
-        text = gdb.frame_stop_reason_string(reason)
-    except Exception:
-        return ""
-    # GDB keeps the particular message (e.g. which address it could not read) where only
-    # its own backtrace prints it; the frames are cached, so this walk costs little.
-    try:
-        match = _BACKTRACE_STOPPED.search(
-            gdb.execute("backtrace -no-filters -1", to_string=True))
-        if match:
-            text = match.group(1)
-    except Exception:
-        pass
-    return text
-
-
 class JitFrameFilter:
     """Frame filter "jit-unwind": names JIT frames, marks guesses, adds Python frames."""
 
@@ -215,7 +188,7 @@ class JitFrameFilter:
         if not self._enabled:
             return False
         try:
-            return STATE.regions().has_jit() or is_python_process()
+            return STATE.regions().has_jit() or STATE.is_python_process()
         except Exception:
             return False
 

@@ -9,9 +9,9 @@ from ..cpython.thread_names import read_thread_names
 from ..mixed import MixedThread, NativeFrame, mix
 from ..naming import jit_frame_name
 from ..render_mixed import render_text, to_json
-from .frame_filter import gdb_stop_reason, walk_ended_by_unwinder
+from .debugger import GdbThread, gdb_stop_reason
+from .frame_filter import walk_ended_by_unwinder
 from .python_frames import classify, python_thread
-from .python_runtime import python_runtime, thread_lwp
 from .state import STATE
 
 MAX_FRAMES = 100_000
@@ -89,7 +89,7 @@ def _mixed_thread(thread, python_only: bool, names) -> MixedThread:
         python = python_thread(thread)
     except Exception:  # memory the runtime's structures need is unreadable: native only
         python = None
-    mixed = MixedThread(thread.num, thread_lwp(thread), thread.name, python,
+    mixed = MixedThread(thread.num, GdbThread(thread).native_id, thread.name, python,
                         names.get(python.thread_id) if python is not None else None)
     if not python_only:
         natives, mixed.stop_reason = _native_frames(thread)
@@ -119,7 +119,7 @@ nothing runs in the program, so this works on core files too.
         inferior = gdb.selected_inferior()
         if inferior.pid <= 0:
             raise gdb.GdbError("py-mixed-bt: no process: run a program or load a core file first.")
-        runtime, reason = python_runtime()
+        runtime, reason = STATE.python_runtime()
         if runtime is None:
             raise gdb.GdbError(f"py-mixed-bt: {reason}")
         selected = gdb.selected_thread()

@@ -8,7 +8,7 @@ from gdb.FrameDecorator import FrameDecorator
 
 from ..cpython import PyFrame, PyThread
 from ..merge import EVAL, JIT, OTHER, Merger, NativeFrameInfo
-from .python_runtime import python_runtime, thread_lwp
+from .debugger import GdbThread
 from .state import STATE
 
 EVAL_FUNCTION = "_PyEval_EvalFrameDefault"
@@ -52,16 +52,10 @@ def _interpreter_frame(frame) -> Optional[int]:
 
 def python_thread(thread=None) -> Optional[PyThread]:
     """The Python thread state running on GDB's selected (or given) thread."""
-    runtime, _reason = python_runtime()
-    if runtime is None:
-        return None
     thread = thread or gdb.selected_thread()
     if thread is None:
         return None
-    key = f"python-thread-{thread.global_num}"
-    if key not in STATE.cache:
-        STATE.cache[key] = runtime.thread_by_native_id(thread_lwp(thread))
-    return STATE.cache[key]
+    return STATE.python_thread(GdbThread(thread).native_id)
 
 
 class PythonFrameDecorator(FrameDecorator):
