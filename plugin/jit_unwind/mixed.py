@@ -4,21 +4,8 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Sequence
 
 from .cpython.model import PyFrame, PyThread
-from .merge import NativeFrameInfo, merge
-
-
-@dataclass
-class NativeFrame:
-    """One native frame as the debugger sees it; ``kind`` is eval, jit or other."""
-
-    level: int
-    pc: int
-    function: str
-    kind: str
-    filename: Optional[str] = None
-    line: Optional[int] = None
-    interpreter_frame: Optional[int] = None
-    code_object: Optional[int] = None  # JIT frames: the code object of their trace
+from .frames import NativeFrame
+from .merge import merge
 
 
 @dataclass
@@ -48,8 +35,7 @@ def mix(natives: Sequence[NativeFrame], python: Optional[PyThread]) -> List[Mixe
     frames = [MixedFrame(native) for native in natives]
     if python is None or not frames:
         return frames
-    merged = merge([NativeFrameInfo(n.level, n.kind, n.interpreter_frame, n.code_object)
-                    for n in natives], python.frames)
+    merged = merge(natives, python.frames)
     by_level = {frame.native.level: frame for frame in frames}
     for level, python_frames in merged.by_level.items():
         by_level[level].python.extend(python_frames)

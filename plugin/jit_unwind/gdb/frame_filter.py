@@ -20,8 +20,9 @@ import sys
 import gdb
 from gdb.FrameDecorator import FrameDecorator
 
-from ..naming import describe_unwind, jit_frame_name, walk_stopped
-from .debugger import gdb_stop_reason
+from ..frames import marks, walk_stopped
+from ..stack import ended_by_unwinder, jit_label
+from .debugger import GdbFrame, gdb_stop_reason
 from .python_frames import interleave, python_thread
 from .settings import debug_log, show_method
 from .state import STATE
@@ -152,25 +153,20 @@ def decorate(decorator):
 
 
 def _decorate(decorator):
-    frame = decorator.inferior_frame()
+    gdb_frame = decorator.inferior_frame()
     try:
-        pc = frame.pc()
+        pc = gdb_frame.pc()
     except gdb.error:  # "PC not available": nothing to name
         return NativeFrameDecorator(decorator, pc_unavailable=True), False
-    unwound = STATE.unwound.get((pc, _sp(frame))) if pc in STATE.unwound_pcs else None
-    ends_walk = unwound is not None and unwound.ends_walk
-    innermost = frame.level() == 0
-    guessed = STATE.guessed.get(pc)
-    if STATE.regions().jit_region_at(pc if innermost else pc - 1) is None and not guessed:
+    frame = GdbFrame(gdb_frame, gdb_frame.level())
+    ends_walk = ended_by_unwinder(frame, STATE) is not None
+    label = jit_label(frame, pc, STATE)
+    if label is None:  # no JIT code, no guess: GDB's own name
         return NativeFrameDecorator(decorator), ends_walk
-    name = jit_frame_name(STATE.named_regions(), pc, innermost)
-    parts = [name if name is not None else plain_name(decorator)]
-    if guessed and _sp(frame) in guessed:
-        parts.append("[guess: found by stack scan]")
-    if unwound is not None:
-        suffix = describe_unwind(unwound, show_method())
-        if suffix:
-            parts.append(suffix)
+    parts = [label.name if label.name is not None else plain_name(decorator)]
+    suffix = marks(label, show_method())
+    if suffix:
+        parts.append(suffix)
     return NativeFrameDecorator(decorator, " ".join(parts)), ends_walk
 
 
@@ -248,18 +244,6 @@ def walk(frame_iter):
     yield last.with_note(note) if note else last
 
 
-def walk_ended_by_unwinder(frame):
-    """Our unwinder's reason when it ended the walk at ``frame`` on purpose, else None."""
-    try:
-        pc = frame.pc()
-        unwound = STATE.unwound.get((pc, _sp(frame))) if pc in STATE.unwound_pcs else None
-    except Exception:
-        return None
-    if unwound is None or not unwound.ends_walk:
-        return None
-    return unwound.stop_reason or "no caller found"
-
-
 def _frame_after(decorator):
     """The frame older than ``decorator``'s (the newest frame without one), or None."""
     try:
@@ -269,11 +253,4 @@ def _frame_after(decorator):
             frame = decorator.inferior_frame().older()
         return FrameDecorator(frame) if frame is not None else None
     except Exception:
-        return None
-
-
-def _sp(frame):
-    try:
-        return int(frame.read_register("rsp"))
-    except Exception:  # "value has been optimized out", "PC not available"
         return None

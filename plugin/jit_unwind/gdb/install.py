@@ -2,9 +2,8 @@
 
 import gdb
 
-from .commands import InfoJitRegions
+from .commands import InfoJitRegions, PyMixedBt
 from .frame_filter import JitFrameFilter
-from .mixed_bt import PyMixedBt
 from .settings import register_settings
 from .state import connect_events
 from .unwinder import JitUnwinder

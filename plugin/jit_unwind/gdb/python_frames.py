@@ -1,4 +1,5 @@
-"""Python frames under the native frames that run them, for ``bt`` and ``py-mixed-bt``."""
+"""Python frames as elided children of the native frames that run them, for ``bt``
+(which native frame runs which: the core's ``stack.classify`` and ``merge``)."""
 
 import sys
 from typing import Iterator, List, Optional
@@ -7,47 +8,10 @@ import gdb
 from gdb.FrameDecorator import FrameDecorator
 
 from ..cpython import PyFrame, PyThread
-from ..merge import EVAL, JIT, OTHER, Merger, NativeFrameInfo
-from .debugger import GdbThread
+from ..merge import Merger
+from ..stack import classify
+from .debugger import GdbFrame, GdbThread
 from .state import STATE
-
-EVAL_FUNCTION = "_PyEval_EvalFrameDefault"
-
-
-def classify(frame, level: int) -> NativeFrameInfo:
-    """Is this native frame an eval loop (and which interpreter frame is it running),
-    JIT code, or anything else?  Never raises: a frame GDB cannot read is "other"."""
-    try:
-        return _classify(frame, level)
-    except Exception:
-        return NativeFrameInfo(level, OTHER)
-
-
-def _classify(frame, level: int) -> NativeFrameInfo:
-    try:
-        name = frame.name()
-    except gdb.error:
-        name = None
-    if name == EVAL_FUNCTION:
-        return NativeFrameInfo(level, EVAL, _interpreter_frame(frame))
-    try:
-        pc = frame.pc()
-    except gdb.error:  # "PC not available" (a core without registers, a broken walk)
-        return NativeFrameInfo(level, OTHER)
-    lookup = pc if level == 0 else pc - 1
-    if STATE.regions().jit_region_at(lookup) is None:
-        return NativeFrameInfo(level, OTHER)
-    symbol = STATE.named_regions().symbol_at(lookup)
-    return NativeFrameInfo(level, JIT, code_object=symbol.owner if symbol else None)
-
-
-def _interpreter_frame(frame) -> Optional[int]:
-    """The eval loop's ``frame`` variable (``_PyInterpreterFrame *``) when DWARF has it."""
-    try:
-        value = frame.read_var("frame")
-        return int(value) or None
-    except (gdb.error, ValueError, RuntimeError):
-        return None
 
 
 def python_thread(thread=None) -> Optional[PyThread]:
@@ -128,7 +92,7 @@ def interleave(decorators: Iterator, thread: PyThread) -> Iterator:
         del held[:count]
 
     for level, decorator in enumerate(decorators):
-        merger.add(classify(decorator.inferior_frame(), level))
+        merger.add(classify(GdbFrame(decorator.inferior_frame(), level), STATE))
         held.append((decorator, level))
         if not merger.waiting_for_eval:
             yield from release(len(held) - 1)
