@@ -158,6 +158,11 @@ class StopCache:
             any("python" in os.path.basename(m.path) for m in self.regions().mappings)
             and self.lookup_symbol("_PyRuntime", debug_info=False) is not None))
 
+    def has_jit_or_python(self) -> bool:
+        """Whether frames are worth decorating: the process has JIT code or a CPython
+        runtime (a debugger prints undecorated frames faster)."""
+        return self.regions().has_jit() or self.is_python_process()
+
     def python_thread(self, native_id: int) -> Optional[PyThread]:
         """The Python thread state running on the kernel thread ``native_id``."""
         runtime, _reason = self.python_runtime()

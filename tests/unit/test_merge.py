@@ -72,3 +72,37 @@ def test_frames_no_eval_frame_claims_are_reported():
     frames = [py("a", 1, entry=True), py("b", 2, entry=True)]
     result = merge([NativeFrame(0, EVAL)], frames)
     assert names(result.unclaimed) == ["b"]
+
+
+def test_interleave_streams_and_holds_jit_frames_back_until_their_eval_loop():
+    """The frame filter's stream: an item is yielded once its Python frames are known;
+    what nobody claimed goes under the last item; mix() gives the same pairs."""
+    from jit_unwind.mixed import interleave, mix
+
+    frames = [py("leaf", 0x100), py("hot", 0x200), py("top", 0x300, entry=True),
+              py("<module>", 0x400, entry=True)]
+    natives = [NativeFrame(0, OTHER), NativeFrame(1, JIT), NativeFrame(2, EVAL, 0x300),
+               NativeFrame(3, OTHER)]
+    seen = []
+
+    def items():
+        for native in natives:
+            seen.append(native.level)
+            yield native
+
+    stream = interleave(items(), lambda native, _index: native, frames)
+    first = next(stream)
+    # Frame 0 waits for frame 1, the JIT frame for the eval loop below it.
+    assert first[0].level == 0 and first[1] == [] and seen == [0, 1, 2]
+    second = next(stream)
+    assert second[0].level == 1 and names(second[1]) == ["leaf", "hot"] and seen == [0, 1, 2]
+    rest = list(stream)
+    assert [(n.level, names(p)) for n, p in rest] == [(2, ["top"]), (3, ["<module>"])]
+
+    class Thread:  # what mix() reads of a PyThread
+        pass
+
+    thread = Thread()
+    thread.frames = frames
+    assert [(m.native.level, names(m.python)) for m in mix(natives, thread)] == [
+        (0, []), (1, ["leaf", "hot"]), (2, ["top"]), (3, ["<module>"])]

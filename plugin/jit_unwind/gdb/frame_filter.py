@@ -184,7 +184,7 @@ class JitFrameFilter:
         if not self._enabled:
             return False
         try:
-            return STATE.regions().has_jit() or STATE.is_python_process()
+            return STATE.has_jit_or_python()
         except Exception:
             return False
 

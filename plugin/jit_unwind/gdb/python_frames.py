@@ -8,7 +8,7 @@ import gdb
 from gdb.FrameDecorator import FrameDecorator
 
 from ..cpython import PyFrame, PyThread
-from ..merge import Merger
+from .. import mixed
 from ..stack import classify
 from .debugger import GdbFrame, GdbThread
 from .state import STATE
@@ -73,30 +73,11 @@ class WithPythonFrames(FrameDecorator):
         return iter(children)
 
 
-def _with_python(decorator, frames: List[PyFrame]):
-    return WithPythonFrames(decorator, frames) if frames else decorator
-
-
 def interleave(decorators: Iterator, thread: PyThread) -> Iterator:
-    """Yield ``decorators`` with each native frame's Python frames attached.
+    """Yield ``decorators`` with each native frame's Python frames attached (the
+    core's ``mixed.interleave`` says which, streaming)."""
+    def native_of(decorator, level):
+        return classify(GdbFrame(decorator.inferior_frame(), level), STATE)
 
-    JIT frames are held back until the eval-loop frame below them says which Python
-    frames are newer than its own (those run in JIT code); the last frame is held back
-    so that Python frames no native frame claimed still appear, under it."""
-    merger = Merger(thread.frames)
-    held = []  # (decorator, level) not yet yielded
-
-    def release(count: int):
-        for decorator, level in held[:count]:
-            yield _with_python(decorator, merger.result.by_level.get(level, []))
-        del held[:count]
-
-    for level, decorator in enumerate(decorators):
-        merger.add(classify(GdbFrame(decorator.inferior_frame(), level), STATE))
-        held.append((decorator, level))
-        if not merger.waiting_for_eval:
-            yield from release(len(held) - 1)
-    result = merger.finish()
-    if held and result.unclaimed:
-        result.by_level.setdefault(held[-1][1], []).extend(result.unclaimed)
-    yield from release(len(held))
+    for decorator, frames in mixed.interleave(decorators, native_of, thread.frames):
+        yield WithPythonFrames(decorator, frames) if frames else decorator
