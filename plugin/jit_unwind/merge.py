@@ -15,23 +15,10 @@ running their trace's code object, and eval-loop frames take the next group in o
 """
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Sequence
 
 from .cpython.model import PyFrame
-
-EVAL = "eval"
-JIT = "jit"
-OTHER = "other"
-
-
-@dataclass(frozen=True)
-class NativeFrameInfo:
-    """``code_object``: for a JIT frame, the code object its trace was made from."""
-
-    level: int
-    kind: str = OTHER
-    interpreter_frame: Optional[int] = None
-    code_object: Optional[int] = None
+from .frames import EVAL, JIT, NativeFrame
 
 
 @dataclass
@@ -53,7 +40,7 @@ class Merger:
         self._frames = list(python_frames)
         self._index = {frame.address: i for i, frame in enumerate(self._frames)}
         self._cursor = 0
-        self._pending_jit: List[NativeFrameInfo] = []
+        self._pending_jit: List[NativeFrame] = []
         self.result = Merged()
 
     @property
@@ -61,13 +48,13 @@ class Merger:
         """True while JIT frames wait for the eval-loop frame that tells their share."""
         return bool(self._pending_jit)
 
-    def add(self, native: NativeFrameInfo) -> None:
+    def add(self, native: NativeFrame) -> None:
         if native.kind == JIT:
             self._pending_jit.append(native)
         elif native.kind == EVAL:
             self._add_eval(native)
 
-    def _add_eval(self, native: NativeFrameInfo) -> None:
+    def _add_eval(self, native: NativeFrame) -> None:
         start = self._index.get(native.interpreter_frame) if native.interpreter_frame else None
         if start is not None and start >= self._cursor:
             self.result.matched_by_pointer += 1
@@ -120,7 +107,7 @@ class Merger:
         return self.result
 
 
-def merge(native_frames: Sequence[NativeFrameInfo],
+def merge(native_frames: Sequence[NativeFrame],
           python_frames: Sequence[PyFrame]) -> Merged:
     """Which Python frames each native frame runs (see the module docstring)."""
     merger = Merger(python_frames)

@@ -1,24 +1,13 @@
 """A thread's mixed stack: native frames, each with the Python frames it runs."""
 
 from dataclasses import dataclass, field
-from typing import List, Optional, Sequence
+from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 from .cpython.model import PyFrame, PyThread
-from .merge import NativeFrameInfo, merge
+from .frames import NativeFrame
+from .merge import Merger
 
-
-@dataclass
-class NativeFrame:
-    """One native frame as the debugger sees it; ``kind`` is eval, jit or other."""
-
-    level: int
-    pc: int
-    function: str
-    kind: str
-    filename: Optional[str] = None
-    line: Optional[int] = None
-    interpreter_frame: Optional[int] = None
-    code_object: Optional[int] = None  # JIT frames: the code object of their trace
+T = TypeVar("T")
 
 
 @dataclass
@@ -42,16 +31,40 @@ class MixedThread:
     stop_reason: str = ""
 
 
+def interleave(items: Iterable[T], native_of: Callable[[T, int], NativeFrame],
+               python_frames: Sequence[PyFrame]) -> Iterator[Tuple[T, List[PyFrame]]]:
+    """Yield each of ``items`` (innermost first; ``native_of(item, index)`` says which
+    native frame it is) with the Python frames it runs, as soon as that is known.
+
+    Lazy, so that a debugger's frame filter can stream: JIT frames are held back until
+    the eval-loop frame below them says which Python frames are newer than its own
+    (those run in JIT code); the last item is held back so that Python frames no native
+    frame claimed still appear, under it."""
+    merger = Merger(python_frames)
+    held: List[Tuple[T, int]] = []  # (item, level) not yet yielded
+
+    def release(count: int):
+        for item, level in held[:count]:
+            yield item, merger.result.by_level.get(level, [])
+        del held[:count]
+
+    for index, item in enumerate(items):
+        native = native_of(item, index)
+        merger.add(native)
+        held.append((item, native.level))
+        if not merger.waiting_for_eval:
+            yield from release(len(held) - 1)
+    result = merger.finish()
+    if held and result.unclaimed:
+        result.by_level.setdefault(held[-1][1], []).extend(result.unclaimed)
+    yield from release(len(held))
+
+
 def mix(natives: Sequence[NativeFrame], python: Optional[PyThread]) -> List[MixedFrame]:
     """Pair each native frame with the Python frames it runs; frames no native frame
     claimed go under the outermost native frame, so none is lost."""
-    frames = [MixedFrame(native) for native in natives]
-    if python is None or not frames:
-        return frames
-    merged = merge([NativeFrameInfo(n.level, n.kind, n.interpreter_frame, n.code_object)
-                    for n in natives], python.frames)
-    by_level = {frame.native.level: frame for frame in frames}
-    for level, python_frames in merged.by_level.items():
-        by_level[level].python.extend(python_frames)
-    frames[-1].python.extend(merged.unclaimed)
-    return frames
+    if python is None:
+        return [MixedFrame(native) for native in natives]
+    return [MixedFrame(native, list(frames))
+            for native, frames in interleave(natives, lambda native, _index: native,
+                                             python.frames)]

@@ -2,7 +2,6 @@
 
 from typing import Optional
 
-from .model import Unwound
 from .regions import RegionMap
 
 
@@ -17,19 +16,3 @@ def jit_frame_name(regions: RegionMap, pc: int, innermost: bool = False) -> Opti
     if region is None:
         return None
     return f"[jit {region.start:#x}+{pc - region.start:#x}]"
-
-
-def describe_unwind(unwound: Unwound, show_method: bool) -> str:
-    """The suffix a frame's name gets: how its caller was found, or why the walk ends."""
-    parts = []
-    if show_method:
-        parts.append(f"[via {unwound.method}]")
-    if unwound.stop_reason:
-        parts.append(walk_stopped(unwound.stop_reason))
-    return " ".join(parts)
-
-
-def walk_stopped(reason: str) -> str:
-    """The note on the last frame of a walk that ended early: our unwinder's reason, or
-    GDB's own (e.g. "Cannot access memory at address 0x7ffd0000fff8")."""
-    return f"[unwind stopped: {reason}]"

@@ -4,6 +4,7 @@ import json
 from typing import Dict, List, Optional
 
 from .cpython.model import PyFrame
+from .frames import marks
 from .mixed import MixedFrame, MixedThread
 
 FORMAT = "jit-unwind/py-mixed-bt/1"
@@ -25,9 +26,12 @@ def _python_line(frame: PyFrame, indent: str) -> str:
     return f"{indent}[py] {frame}"
 
 
-def _native_line(frame: MixedFrame) -> str:
+def _native_line(frame: MixedFrame, show_method: bool) -> str:
     native = frame.native
     text = f"#{native.level:<3} {native.function}"
+    suffix = marks(native, show_method)
+    if suffix:  # as bt shows them, after the name
+        text += f" {suffix}"
     if native.filename:
         text += f" at {native.filename}"
         if native.line:
@@ -35,7 +39,8 @@ def _native_line(frame: MixedFrame) -> str:
     return text
 
 
-def render_text(threads: List[MixedThread], python_only: bool = False) -> str:
+def render_text(threads: List[MixedThread], python_only: bool = False,
+                show_method: bool = False) -> str:
     """The compact text of ``py-mixed-bt``: native frames with their Python frames under
     them, or (``python_only``) just the Python frames."""
     lines = []
@@ -48,7 +53,7 @@ def render_text(threads: List[MixedThread], python_only: bool = False) -> str:
                 lines.append(f"  (Python frames end: {thread.python.stop_reason})")
         else:
             for frame in thread.frames:
-                lines.append(_native_line(frame))
+                lines.append(_native_line(frame, show_method))
                 lines += [_python_line(f, "     ") for f in frame.python]
             if thread.stop_reason:
                 lines.append(f"(backtrace stopped: {thread.stop_reason})")
@@ -66,8 +71,9 @@ def _python_json(frame: PyFrame) -> Dict:
 
 def _native_json(frame: MixedFrame) -> Dict:
     native = frame.native
-    return {"level": native.level, "kind": native.kind, "pc": native.pc,
+    return {"level": native.level, "kind": native.kind.value, "pc": native.pc,
             "function": native.function, "file": native.filename, "line": native.line,
+            "guess": native.guess, "stop_reason": native.stop_reason or None,
             "python": [_python_json(f) for f in frame.python]}
 
 

@@ -336,6 +336,19 @@ def check_py_mixed_bt(plain: List[BtFrame], text: str, document: str) -> None:
     assert bool(thread["stop_reason"]) == ("(backtrace stopped: " in text), document
 
 
+def check_same_marks(ours: List[BtFrame], document: str) -> None:
+    """A frame py-mixed-bt marks as a guess, or as where our unwinder stopped, is marked
+    so in bt too, and the other way round for guesses."""
+    bt = {frame.level: frame.function for frame in ours}
+    for frame in json.loads(document)["threads"][0]["frames"]:
+        if frame["level"] not in bt:
+            continue
+        function = bt[frame["level"]]
+        assert frame["guess"] == ("[guess: found by stack scan]" in function), (bt, frame)
+        if frame["stop_reason"]:
+            assert f"[unwind stopped: {frame['stop_reason']}]" in function, (bt, frame)
+
+
 def check_core(gdb: Path, subject: Subject, core: Path) -> str:
     """Run plain bt and the plugin's commands on ``core``; check everything above.
     Returns the plugin's bt output."""
@@ -358,6 +371,7 @@ def check_core(gdb: Path, subject: Subject, core: Path) -> str:
             or "No JIT regions" in regions), output
     if subject.python:
         check_py_mixed_bt(plain, _section(output, "mixed"), _section(output, "json"))
+        check_same_marks(ours, _section(output, "json"))
     return bt
 
 

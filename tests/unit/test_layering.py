@@ -25,3 +25,38 @@ def test_only_adapters_import_debuggers():
             offenders.append(str(path))
     assert not offenders
     assert any(PACKAGE.rglob("*.py"))
+
+
+def _package_imports(path):
+    """Modules of this package that ``path`` imports, as dotted paths from its root."""
+    parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+    package = parts[:-1] if parts[-1] != "__init__" else parts[:-1]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = package[:len(package) - (node.level - 1)] if node.level > 1 else package
+            names = [node.module] if node.module else [a.name for a in node.names]
+            for name in names:
+                yield ".".join(base + name.split("."))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("jit_unwind."):
+                    yield alias.name[len("jit_unwind."):]
+
+
+def test_the_core_does_not_import_an_adapter():
+    """Adapters depend on the core, never the other way round."""
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        if path.relative_to(PACKAGE).parts[0] in ADAPTERS:
+            continue
+        offenders += [f"{path}: {name}" for name in _package_imports(path)
+                      if name.split(".")[0] in ADAPTERS]
+    assert not offenders
+
+
+def test_the_adapter_keeps_no_core_logic():
+    """What an LLDB adapter would need too lives in the core: the GDB adapter has none
+    of the modules that used to hold it (symbol lookup, discovery, merge driving,
+    py-mixed-bt)."""
+    gdb_modules = {path.stem for path in (PACKAGE / "gdb").glob("*.py")}
+    assert not gdb_modules & {"discovery", "python_runtime", "mixed_bt"}

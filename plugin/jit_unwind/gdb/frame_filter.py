@@ -15,21 +15,17 @@ and never lets an error out, and the last frame of a walk that ended early carri
 GDB's reason as ``[unwind stopped: ...]``, as frames our unwinder could not unwind do.
 """
 
-import re
 import sys
 
 import gdb
 from gdb.FrameDecorator import FrameDecorator
 
-from ..naming import describe_unwind, jit_frame_name, walk_stopped
+from ..frames import marks, walk_stopped
+from ..stack import ended_by_unwinder, jit_label, remember_stop
+from .debugger import GdbFrame, gdb_stop_reason
 from .python_frames import interleave, python_thread
-from .python_runtime import is_python_process
 from .settings import debug_log, show_method
 from .state import STATE
-
-# GDB 13 has no FRAME_UNWIND_FIRST_ERROR; "unavailable" is the first error in every GDB.
-_FIRST_ERROR = getattr(gdb, "FRAME_UNWIND_FIRST_ERROR", gdb.FRAME_UNWIND_UNAVAILABLE)
-_BACKTRACE_STOPPED = re.compile(r"^Backtrace stopped: (.+)$", re.M)
 
 
 class NativeFrameDecorator(FrameDecorator):
@@ -157,48 +153,21 @@ def decorate(decorator):
 
 
 def _decorate(decorator):
-    frame = decorator.inferior_frame()
+    gdb_frame = decorator.inferior_frame()
     try:
-        pc = frame.pc()
+        pc = gdb_frame.pc()
     except gdb.error:  # "PC not available": nothing to name
         return NativeFrameDecorator(decorator, pc_unavailable=True), False
-    unwound = STATE.unwound.get((pc, _sp(frame))) if pc in STATE.unwound_pcs else None
-    ends_walk = unwound is not None and unwound.ends_walk
-    innermost = frame.level() == 0
-    guessed = STATE.guessed.get(pc)
-    if STATE.regions().jit_region_at(pc if innermost else pc - 1) is None and not guessed:
+    frame = GdbFrame(gdb_frame, gdb_frame.level())
+    ends_walk = ended_by_unwinder(frame, STATE) is not None
+    label = jit_label(frame, pc, STATE)
+    if label is None:  # no JIT code, no guess: GDB's own name
         return NativeFrameDecorator(decorator), ends_walk
-    name = jit_frame_name(STATE.named_regions(), pc, innermost)
-    parts = [name if name is not None else plain_name(decorator)]
-    if guessed and _sp(frame) in guessed:
-        parts.append("[guess: found by stack scan]")
-    if unwound is not None:
-        suffix = describe_unwind(unwound, show_method())
-        if suffix:
-            parts.append(suffix)
+    parts = [label.name if label.name is not None else plain_name(decorator)]
+    suffix = marks(label, show_method())
+    if suffix:
+        parts.append(suffix)
     return NativeFrameDecorator(decorator, " ".join(parts)), ends_walk
-
-
-def gdb_stop_reason(frame) -> str:
-    """Why GDB found no frame older than ``frame``, in GDB's words, when that is an
-    error (plain ``bt`` then ends with "Backtrace stopped: <reason>"); else ""."""
-    try:
-        reason = frame.unwind_stop_reason()
-        if reason < _FIRST_ERROR:
-            return ""
-        text = gdb.frame_stop_reason_string(reason)
-    except Exception:
-        return ""
-    # GDB keeps the particular message (e.g. which address it could not read) where only
-    # its own backtrace prints it; the frames are cached, so this walk costs little.
-    try:
-        match = _BACKTRACE_STOPPED.search(
-            gdb.execute("backtrace -no-filters -1", to_string=True))
-        if match:
-            text = match.group(1)
-    except Exception:
-        pass
-    return text
 
 
 class JitFrameFilter:
@@ -215,7 +184,7 @@ class JitFrameFilter:
         if not self._enabled:
             return False
         try:
-            return STATE.regions().has_jit() or is_python_process()
+            return STATE.has_jit_or_python()
         except Exception:
             return False
 
@@ -255,9 +224,9 @@ def walk(frame_iter):
             decorator = _frame_after(held[0] if held else None)
             reason = str(error) or type(error).__name__
             note = walk_stopped(reason)
-            _remember_gdb_stop(decorator, reason)
             if decorator is None:
                 break
+            _remember(decorator, reason)
             if held is not None:
                 yield held[0]
             held = decorate(decorator)
@@ -277,32 +246,13 @@ def walk(frame_iter):
     yield last.with_note(note) if note else last
 
 
-def _remember_gdb_stop(decorator, reason: str) -> None:
+def _remember(decorator, reason: str) -> None:
+    """GDB's error, kept for py-mixed-bt: GDB gives it once per frame and stop."""
     try:
         frame = decorator.inferior_frame()
-        STATE.gdb_stops[(frame.pc(), _sp(frame))] = reason
+        remember_stop(GdbFrame(frame, frame.level()), STATE, reason)
     except Exception:
         pass
-
-
-def remembered_gdb_stop(frame) -> str:
-    """GDB's error for unwinding past ``frame`` when a walk of this stop met it."""
-    try:
-        return STATE.gdb_stops.get((frame.pc(), _sp(frame)), "")
-    except Exception:
-        return ""
-
-
-def walk_ended_by_unwinder(frame):
-    """Our unwinder's reason when it ended the walk at ``frame`` on purpose, else None."""
-    try:
-        pc = frame.pc()
-        unwound = STATE.unwound.get((pc, _sp(frame))) if pc in STATE.unwound_pcs else None
-    except Exception:
-        return None
-    if unwound is None or not unwound.ends_walk:
-        return None
-    return unwound.stop_reason or "no caller found"
 
 
 def _frame_after(decorator):
@@ -314,11 +264,4 @@ def _frame_after(decorator):
             frame = decorator.inferior_frame().older()
         return FrameDecorator(frame) if frame is not None else None
     except Exception:
-        return None
-
-
-def _sp(frame):
-    try:
-        return int(frame.read_register("rsp"))
-    except Exception:  # "value has been optimized out", "PC not available"
         return None

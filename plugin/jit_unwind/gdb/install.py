@@ -2,13 +2,10 @@
 
 import gdb
 
-from .commands import InfoJitRegions
+from .commands import InfoJitRegions, PyMixedBt
 from .frame_filter import JitFrameFilter
-from .discovery import jit_interface_regions
-from .mixed_bt import PyMixedBt
-from .python_runtime import jit_code_regions
 from .settings import register_settings
-from .state import STATE
+from .state import connect_events
 from .unwinder import JitUnwinder
 
 _installed = False
@@ -22,9 +19,7 @@ def install() -> None:
     register_settings()
     InfoJitRegions()
     PyMixedBt()
-    STATE.connect()
-    STATE.symbol_loaders[:] = [lambda: jit_interface_regions(STATE.regions().mappings),
-                               jit_code_regions]
+    connect_events()
     gdb.unwinder.register_unwinder(None, JitUnwinder(), replace=True)
     frame_filter = JitFrameFilter()
     gdb.frame_filters[frame_filter.name] = frame_filter

@@ -1,4 +1,5 @@
-"""Python frames under the native frames that run them, for ``bt`` and ``py-mixed-bt``."""
+"""Python frames as elided children of the native frames that run them, for ``bt``
+(which native frame runs which: the core's ``stack.classify`` and ``merge``)."""
 
 import sys
 from typing import Iterator, List, Optional
@@ -7,61 +8,18 @@ import gdb
 from gdb.FrameDecorator import FrameDecorator
 
 from ..cpython import PyFrame, PyThread
-from ..merge import EVAL, JIT, OTHER, Merger, NativeFrameInfo
-from .python_runtime import python_runtime, thread_lwp
+from .. import mixed
+from ..stack import classify
+from .debugger import GdbFrame, GdbThread
 from .state import STATE
-
-EVAL_FUNCTION = "_PyEval_EvalFrameDefault"
-
-
-def classify(frame, level: int) -> NativeFrameInfo:
-    """Is this native frame an eval loop (and which interpreter frame is it running),
-    JIT code, or anything else?  Never raises: a frame GDB cannot read is "other"."""
-    try:
-        return _classify(frame, level)
-    except Exception:
-        return NativeFrameInfo(level, OTHER)
-
-
-def _classify(frame, level: int) -> NativeFrameInfo:
-    try:
-        name = frame.name()
-    except gdb.error:
-        name = None
-    if name == EVAL_FUNCTION:
-        return NativeFrameInfo(level, EVAL, _interpreter_frame(frame))
-    try:
-        pc = frame.pc()
-    except gdb.error:  # "PC not available" (a core without registers, a broken walk)
-        return NativeFrameInfo(level, OTHER)
-    lookup = pc if level == 0 else pc - 1
-    if STATE.regions().jit_region_at(lookup) is None:
-        return NativeFrameInfo(level, OTHER)
-    symbol = STATE.named_regions().symbol_at(lookup)
-    return NativeFrameInfo(level, JIT, code_object=symbol.owner if symbol else None)
-
-
-def _interpreter_frame(frame) -> Optional[int]:
-    """The eval loop's ``frame`` variable (``_PyInterpreterFrame *``) when DWARF has it."""
-    try:
-        value = frame.read_var("frame")
-        return int(value) or None
-    except (gdb.error, ValueError, RuntimeError):
-        return None
 
 
 def python_thread(thread=None) -> Optional[PyThread]:
     """The Python thread state running on GDB's selected (or given) thread."""
-    runtime, _reason = python_runtime()
-    if runtime is None:
-        return None
     thread = thread or gdb.selected_thread()
     if thread is None:
         return None
-    key = f"python-thread-{thread.global_num}"
-    if key not in STATE.cache:
-        STATE.cache[key] = runtime.thread_by_native_id(thread_lwp(thread))
-    return STATE.cache[key]
+    return STATE.python_thread(GdbThread(thread).native_id)
 
 
 class PythonFrameDecorator(FrameDecorator):
@@ -115,30 +73,11 @@ class WithPythonFrames(FrameDecorator):
         return iter(children)
 
 
-def _with_python(decorator, frames: List[PyFrame]):
-    return WithPythonFrames(decorator, frames) if frames else decorator
-
-
 def interleave(decorators: Iterator, thread: PyThread) -> Iterator:
-    """Yield ``decorators`` with each native frame's Python frames attached.
+    """Yield ``decorators`` with each native frame's Python frames attached (the
+    core's ``mixed.interleave`` says which, streaming)."""
+    def native_of(decorator, level):
+        return classify(GdbFrame(decorator.inferior_frame(), level), STATE)
 
-    JIT frames are held back until the eval-loop frame below them says which Python
-    frames are newer than its own (those run in JIT code); the last frame is held back
-    so that Python frames no native frame claimed still appear, under it."""
-    merger = Merger(thread.frames)
-    held = []  # (decorator, level) not yet yielded
-
-    def release(count: int):
-        for decorator, level in held[:count]:
-            yield _with_python(decorator, merger.result.by_level.get(level, []))
-        del held[:count]
-
-    for level, decorator in enumerate(decorators):
-        merger.add(classify(decorator.inferior_frame(), level))
-        held.append((decorator, level))
-        if not merger.waiting_for_eval:
-            yield from release(len(held) - 1)
-    result = merger.finish()
-    if held and result.unclaimed:
-        result.by_level.setdefault(held[-1][1], []).extend(result.unclaimed)
-    yield from release(len(held))
+    for decorator, frames in mixed.interleave(decorators, native_of, thread.frames):
+        yield WithPythonFrames(decorator, frames) if frames else decorator

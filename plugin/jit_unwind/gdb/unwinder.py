@@ -5,27 +5,14 @@ every frame, so for a pc outside JIT code we return None after one register read
 binary search.
 """
 
-import re
-
 import gdb
 from gdb.unwinder import Unwinder
 
 from ..unwind import UnwindContext, unwind_jit_frame
-from .memory import GdbMemory
 from .settings import debug_log
 from .state import STATE
 
 X86_64 = "i386:x86-64"
-_INFO_SYMBOL = re.compile(r"^\S+(?: \+ (\d+))? in section ")
-
-
-def native_function_start(address: int):
-    """Start of the symbol holding ``address`` (minimal symbols suffice); rare path."""
-    text = gdb.execute(f"info symbol {address:#x}", to_string=True)
-    match = _INFO_SYMBOL.match(text)
-    if match is None:
-        return None
-    return address - int(match.group(1) or 0)
 
 
 class _FrameId:
@@ -39,7 +26,7 @@ class _FrameId:
 class JitUnwinder(Unwinder):
     def __init__(self):
         super().__init__("jit-unwind")
-        self._memory = GdbMemory()
+        self._memory = STATE.process.memory
         self._has_pc = hasattr(gdb.PendingFrame, "pc")
         self._frame_id_class = getattr(gdb.unwinder, "FrameId", None)
         self._u64 = None
@@ -85,7 +72,7 @@ class JitUnwinder(Unwinder):
             return int(pending_frame.read_register(name))
 
         ctx = UnwindContext(pc, sp, self._memory, regions, read_register, innermost,
-                            native_function_start)
+                            STATE.process.function_start)
         result = unwind_jit_frame(ctx)
         STATE.record(pc, sp, result)
         debug_log(lambda: f"frame #{level} pc={pc:#x} sp={sp:#x}: {result}")

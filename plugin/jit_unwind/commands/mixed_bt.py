@@ -1,0 +1,64 @@
+"""``py-mixed-bt``: the mixed native + Python stack, compact, as text or JSON."""
+
+from typing import List
+
+from ..cpython.thread_names import read_thread_names
+from ..debugger import Process, Thread
+from ..mixed import MixedThread, mix
+from ..render_mixed import render_text, to_json
+from ..session import StopCache
+from ..stack import walk
+from . import CommandError, Parser
+
+HELP = """Print the mixed native and Python stack of the selected thread.
+
+Usage: py-mixed-bt [--all-threads] [--json] [--python-only]
+
+Each native frame is followed by the Python frames it is running (function, file and
+line), indented and marked [py]; JIT frames are named and marked as in "bt".  Only
+memory is read: nothing runs in the program, so this works on core files too.
+
+  --all-threads, -a   every thread, with its Python thread name and which one holds
+                      the GIL
+  --json              one JSON document (schema: docs/py-mixed-bt.schema.json)
+  --python-only, -p   only the Python frames, like py-bt; fast, no native unwinding"""
+
+PARSER = Parser(prog="py-mixed-bt", add_help=False)
+PARSER.add_argument("--all-threads", "-a", action="store_true")
+PARSER.add_argument("--json", action="store_true")
+PARSER.add_argument("--python-only", "-p", action="store_true")
+
+
+def _mixed_thread(thread: Thread, cache: StopCache, python_only: bool, names) -> MixedThread:
+    try:
+        python = cache.python_thread(thread.native_id)
+    except Exception:  # memory the runtime's structures need is unreadable: native only
+        python = None
+    mixed = MixedThread(thread.number, thread.native_id, thread.name, python,
+                        names.get(python.thread_id) if python is not None else None)
+    if not python_only:
+        natives, mixed.stop_reason = walk(thread, cache)
+        mixed.frames = mix(natives, python)
+    return mixed
+
+
+def py_mixed_bt(process: Process, cache: StopCache, argv: List[str],
+                show_method: bool = False) -> str:
+    """The text (or JSON) ``py-mixed-bt argv`` prints; CommandError when it cannot run."""
+    options = PARSER.parse_args(argv)
+    if process.pid() is None:
+        raise CommandError("py-mixed-bt: no process: run a program or load a core file first.")
+    runtime, reason = cache.python_runtime()
+    if runtime is None:
+        raise CommandError(f"py-mixed-bt: {reason}")
+    with process.keep_selection():
+        threads = process.threads() if options.all_threads else [process.selected_thread()]
+        try:
+            names = read_thread_names(runtime)
+        except Exception:  # names are a bonus
+            names = {}
+        mixed = [_mixed_thread(thread, cache, options.python_only, names)
+                 for thread in threads if thread is not None]
+    if options.json:
+        return to_json(mixed, str(runtime.version), options.python_only)
+    return render_text(mixed, options.python_only, show_method)

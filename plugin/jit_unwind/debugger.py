@@ -1,0 +1,134 @@
+"""What the core asks of a debugger: a process, its threads, their frames.
+
+Plain base classes in the spirit of pwndbg's ``pwndbg/dbg``: each adapter (``gdb/``,
+later ``lldb/``) wraps its debugger's objects in subclasses.  The contract of every
+method is in its docstring.  A method returns None for what the debugger does not know
+and never lets a debugger's own exception through; where the core needs the debugger's
+words (why a stack walk ended), it raises :class:`DebuggerError` with them.  Frames are
+valid until the process runs again: never keep one across stops.
+"""
+
+from typing import List, Optional
+
+from .regions import Mapping
+from .target import JitUnwindError, Memory
+
+
+class DebuggerError(JitUnwindError):
+    """The debugger could not do what was asked; the message is the debugger's."""
+
+
+class Frame:
+    """One native frame of a thread, as the debugger unwound it."""
+
+    @property
+    def level(self) -> int:
+        """0 for the innermost frame, counting outwards."""
+        raise NotImplementedError
+
+    def pc(self) -> int:
+        """The frame's pc; DebuggerError (e.g. "PC not available") when unknown."""
+        raise NotImplementedError
+
+    def sp(self) -> Optional[int]:
+        """The frame's stack pointer (rsp), None when unknown."""
+        return self.register("rsp")
+
+    def function_name(self) -> Optional[str]:
+        """The name of the function holding the pc (debug info or minimal symbols)."""
+        raise NotImplementedError
+
+    def source(self) -> Optional[tuple]:
+        """(file name, line or None) of the pc (a caller's at pc - 1), None without."""
+        raise NotImplementedError
+
+    def register(self, name: str) -> Optional[int]:
+        """The value of register ``name`` in this frame, None when not saved/unknown."""
+        raise NotImplementedError
+
+    def interpreter_frame(self) -> Optional[int]:
+        """For CPython's eval loop: its ``frame`` variable (``_PyInterpreterFrame *``)
+        when debug info has it, else None."""
+        raise NotImplementedError
+
+    def older(self) -> Optional["Frame"]:
+        """The caller's frame; None at the end of the walk; DebuggerError when the
+        debugger failed to unwind it."""
+        raise NotImplementedError
+
+    def stop_reason(self) -> str:
+        """Why the debugger found no older frame when that was an error (what plain
+        ``bt`` prints after "Backtrace stopped:"), else ""."""
+        raise NotImplementedError
+
+
+class Thread:
+    """One thread of the process."""
+
+    number: int  # the debugger's thread number
+    native_id: int  # the kernel's thread id (LWP)
+    name: Optional[str]  # the debugger's name for it
+
+    def newest_frame(self) -> Frame:
+        """The innermost frame (selecting the thread if the debugger must);
+        DebuggerError when there is none."""
+        raise NotImplementedError
+
+
+class Process:
+    """The debugged process (live, remote or a core file)."""
+
+    memory: Memory
+    debugger_name = "the debugger"  # as in "GDB's Python 3.11"
+
+    def pid(self) -> Optional[int]:
+        """The process id, None when there is no process."""
+        raise NotImplementedError
+
+    def key(self) -> tuple:
+        """Identifies the process the debugger has selected: per-stop caches made for
+        another key are stale."""
+        raise NotImplementedError
+
+    def connection(self) -> str:
+        """"native" (a live local process), "core" or anything else (remote)."""
+        raise NotImplementedError
+
+    def core_file(self) -> Optional[str]:
+        """The path of the core file when the process is one, else None."""
+        raise NotImplementedError
+
+    def debugger_mappings(self) -> List[Mapping]:
+        """The memory mappings as the debugger lists them (remote targets); []."""
+        raise NotImplementedError
+
+    def module_paths(self) -> List[str]:
+        """Paths of the object files the debugger has loaded."""
+        raise NotImplementedError
+
+    def threads(self) -> List[Thread]:
+        """Every thread, by number."""
+        raise NotImplementedError
+
+    def selected_thread(self) -> Optional[Thread]:
+        raise NotImplementedError
+
+    def symbol_address(self, name: str) -> Optional[int]:
+        """Address of global ``name`` from the debugger's debug info, None without."""
+        raise NotImplementedError
+
+    def member_offset(self, type_name: str, member_path: str) -> Optional[int]:
+        """Byte offset of ``a.b.c`` inside struct ``type_name`` from debug info."""
+        raise NotImplementedError
+
+    def function_start(self, address: int) -> Optional[int]:
+        """Start of the function (minimal symbols suffice) holding ``address``."""
+        raise NotImplementedError
+
+    def keep_selection(self):
+        """A context manager restoring the selected thread and frame on exit."""
+        raise NotImplementedError
+
+    def warn(self, text: str) -> None:
+        """Print ``text`` as a warning to the user."""
+        raise NotImplementedError

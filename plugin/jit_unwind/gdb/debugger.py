@@ -1,0 +1,245 @@
+"""The core's debugger interface (``jit_unwind.debugger``) over GDB's objects.
+
+Every gdb.error stays in here: methods return None, or raise DebuggerError with GDB's
+message where the core shows it.  A GdbFrame lives for one stop only.
+"""
+
+import contextlib
+import re
+from typing import List, Optional
+
+import gdb
+
+from ..debugger import DebuggerError, Frame, Process, Thread
+from ..regions import Mapping
+from .memory import GdbMemory
+
+# GDB 13 has no FRAME_UNWIND_FIRST_ERROR; "unavailable" is the first error in every GDB.
+_FIRST_ERROR = getattr(gdb, "FRAME_UNWIND_FIRST_ERROR", gdb.FRAME_UNWIND_UNAVAILABLE)
+_BACKTRACE_STOPPED = re.compile(r"^Backtrace stopped: (.+)$", re.M)
+_CORE_LINE = re.compile(r"Local core dump file:\s*\n\s*`(.+?)', file type")
+_INFO_SYMBOL = re.compile(r"^\S+(?: \+ (\d+))? in section ")
+_PERMS = re.compile(r"[r-][w-][x-][ps]")
+
+
+def gdb_stop_reason(frame) -> str:
+    """Why GDB found no frame older than gdb.Frame ``frame``, in GDB's words, when that
+    is an error (plain ``bt`` then ends with "Backtrace stopped: <reason>"); else ""."""
+    try:
+        reason = frame.unwind_stop_reason()
+        if reason < _FIRST_ERROR:
+            return ""
+        text = gdb.frame_stop_reason_string(reason)
+    except Exception:
+        return ""
+    # GDB keeps the particular message (e.g. which address it could not read) where only
+    # its own backtrace prints it; the frames are cached, so this walk costs little.
+    try:
+        match = _BACKTRACE_STOPPED.search(
+            gdb.execute("backtrace -no-filters -1", to_string=True))
+        if match:
+            text = match.group(1)
+    except Exception:
+        pass
+    return text
+
+
+class GdbFrame(Frame):
+    def __init__(self, frame, level: int):
+        self.inner = frame
+        self._level = level
+
+    @property
+    def level(self) -> int:
+        return self._level
+
+    def pc(self) -> int:
+        try:
+            return self.inner.pc()
+        except gdb.error as error:  # "PC not available"
+            raise DebuggerError(str(error)) from None
+
+    def sp(self) -> Optional[int]:
+        return self.register("rsp")
+
+    def function_name(self) -> Optional[str]:
+        try:
+            return self.inner.name()
+        except gdb.error:
+            return None
+
+    def source(self):
+        try:
+            sal = self.inner.find_sal()  # GDB looks a caller's line up at pc - 1 itself
+            if sal.symtab is not None:
+                return sal.symtab.filename, sal.line or None
+        except gdb.error:
+            pass
+        return None
+
+    def register(self, name: str) -> Optional[int]:
+        try:
+            return int(self.inner.read_register(name))
+        except Exception:  # "value has been optimized out", "PC not available"
+            return None
+
+    def interpreter_frame(self) -> Optional[int]:
+        try:
+            return int(self.inner.read_var("frame")) or None
+        except (gdb.error, ValueError, RuntimeError):
+            return None
+
+    def older(self) -> Optional[Frame]:
+        try:
+            older = self.inner.older()
+        except gdb.error as error:
+            raise DebuggerError(str(error)) from None
+        return GdbFrame(older, self._level + 1) if older is not None else None
+
+    def stop_reason(self) -> str:
+        return gdb_stop_reason(self.inner)
+
+
+class GdbThread(Thread):
+    def __init__(self, thread):
+        self.inner = thread
+        self.number = thread.num
+        pid, lwp, _tid = thread.ptid
+        self.native_id = lwp or pid
+        self.name = thread.name
+
+    def newest_frame(self) -> Frame:
+        try:
+            self.inner.switch()
+            return GdbFrame(gdb.newest_frame(), 0)
+        except gdb.error as error:
+            raise DebuggerError(str(error)) from None
+
+
+class GdbProcess(Process):
+    """The selected inferior."""
+
+    debugger_name = "GDB"
+
+    def __init__(self):
+        self.memory = GdbMemory()
+
+    def pid(self) -> Optional[int]:
+        pid = gdb.selected_inferior().pid
+        return pid if pid > 0 else None
+
+    def key(self) -> tuple:
+        inferior = gdb.selected_inferior()
+        return inferior.num, inferior.pid
+
+    def connection(self) -> str:
+        connection = getattr(gdb.selected_inferior(), "connection", None)
+        return connection.type if connection is not None else ""
+
+    def core_file(self) -> Optional[str]:
+        if self.connection() != "core":
+            return None
+        corefile = getattr(gdb.selected_inferior(), "corefile", None)  # GDB 17+
+        if corefile is not None:
+            return corefile.filename
+        try:
+            match = _CORE_LINE.search(gdb.execute("info target", to_string=True))
+        except gdb.error:
+            return None
+        return match.group(1) if match else None
+
+    def debugger_mappings(self) -> List[Mapping]:
+        """Parse ``info proc mappings``."""
+        try:
+            text = gdb.execute("info proc mappings", to_string=True)
+        except gdb.error:
+            return []
+        mappings = []
+        for line in text.splitlines():
+            fields = line.split()
+            if len(fields) >= 5 and fields[0].startswith("0x") and fields[1].startswith("0x"):
+                perms = next((f for f in fields[4:5] if _PERMS.fullmatch(f)), None)
+                if perms is None:
+                    continue
+                path = " ".join(fields[5:]) if len(fields) > 5 else ""
+                mappings.append(Mapping(int(fields[0], 16), int(fields[1], 16), perms, path,
+                                        int(fields[3], 16)))
+        return mappings
+
+    def module_paths(self) -> List[str]:
+        return [objfile.filename or "" for objfile in gdb.objfiles()]
+
+    def threads(self) -> List[Thread]:
+        try:
+            threads = gdb.selected_inferior().threads()
+        except gdb.error:
+            return []
+        return [GdbThread(t) for t in sorted(threads, key=lambda t: t.num)]
+
+    def selected_thread(self) -> Optional[Thread]:
+        thread = gdb.selected_thread()
+        return GdbThread(thread) if thread is not None else None
+
+    def symbol_address(self, name: str) -> Optional[int]:
+        for finder in (gdb.lookup_global_symbol, gdb.lookup_static_symbol):
+            try:
+                symbol = finder(name)
+                # Not only is_variable: GDB may class a global like _PyRuntime otherwise,
+                # and any symbol whose value has an address will do.
+                address = symbol.value().address if symbol is not None else None
+                if address is not None:
+                    return int(address)
+            except (gdb.error, ValueError):
+                pass
+        return None
+
+    def member_offset(self, type_name: str, member_path: str) -> Optional[int]:
+        try:
+            current = gdb.lookup_type(type_name).strip_typedefs()
+        except gdb.error:
+            return None
+        offset = 0
+        try:
+            for member in member_path.split("."):
+                fields = ({f.name: f for f in current.fields()}
+                          if current.code == gdb.TYPE_CODE_STRUCT else {})
+                field = fields.get(member)
+                if field is None or not hasattr(field, "bitpos"):
+                    return None
+                offset += field.bitpos // 8
+                current = field.type.strip_typedefs()
+        except gdb.error:
+            return None
+        return offset
+
+    def function_start(self, address: int) -> Optional[int]:
+        """From ``info symbol`` (minimal symbols suffice); rare path."""
+        try:
+            text = gdb.execute(f"info symbol {address:#x}", to_string=True)
+        except gdb.error:
+            return None
+        match = _INFO_SYMBOL.match(text)
+        if match is None:
+            return None
+        return address - int(match.group(1) or 0)
+
+    @contextlib.contextmanager
+    def keep_selection(self):
+        selected = gdb.selected_thread()
+        try:
+            frame = gdb.selected_frame()
+        except gdb.error:
+            frame = None
+        try:
+            yield
+        finally:
+            if selected is not None:
+                selected.switch()
+            if frame is not None and frame.is_valid():
+                frame.select()
+
+    def warn(self, text: str) -> None:
+        gdb.write(f"warning: {text}\n", gdb.STDERR)
+
+
+PROCESS = GdbProcess()

@@ -1,0 +1,54 @@
+"""Build the RegionMap of a process: which mappings to believe (live process, core file
+or remote target) and which named regions to add (perf map, GDB's JIT interface)."""
+
+from typing import List, Tuple
+
+from ..dependencies import WITHOUT_PYELFTOOLS, missing, warn_missing
+from ..elf_lookup import symbol_address
+from ..model import Region
+from . import Mapping, RegionMap
+from .corefile import read_core_mappings
+from .jit_interface import read_jit_interface
+from .perfmap import read_perf_map
+from .procmaps import read_proc_maps
+
+
+def _mappings(process, kind: str) -> Tuple[List[Mapping], List[int], str]:
+    """Mappings, starts of anonymous executable mappings that are not JIT code, and a
+    problem description ("" when fine)."""
+    if kind == "core":
+        path = process.core_file()
+        if not path:
+            return [], [], "cannot tell which core file is loaded"
+        try:
+            mappings, vdso = read_core_mappings(path)
+        except ImportError:
+            warn_missing(process, "pyelftools", WITHOUT_PYELFTOOLS)
+            return [], [], missing("pyelftools", WITHOUT_PYELFTOOLS, process.debugger_name)
+        except Exception as error:  # a truncated or foreign core
+            return [], [], f"cannot read core file {path}: {error}"
+        return mappings, [vdso] if vdso else [], ""
+    if kind == "native":  # /proc of a local process: more than the debugger lists
+        return read_proc_maps(process.pid()), [], ""
+    return process.debugger_mappings(), [], ""
+
+
+def build_region_map(process) -> Tuple[RegionMap, str]:
+    """The process's region map and a problem description ("" when fine)."""
+    pid = process.pid()
+    if pid is None:
+        return RegionMap(), "no process"
+    kind = process.connection()
+    mappings, not_jit, problem = _mappings(process, kind)
+    return RegionMap(mappings, read_perf_map(pid), (), not_jit,
+                     source="core" if kind == "core" else "maps"), problem
+
+
+def jit_interface_regions(process, mappings) -> List[Region]:
+    """Object files registered through GDB's JIT interface (listed, left to GDB)."""
+    descriptor = symbol_address(mappings, "__jit_debug_descriptor")
+    if descriptor is None:  # not exported (an executable without -rdynamic): debug info
+        descriptor = process.symbol_address("__jit_debug_descriptor")
+    if descriptor is None:
+        return []
+    return read_jit_interface(process.memory, descriptor)

@@ -1,0 +1,209 @@
+"""The per-stop cache of one process, owned by the core: the region map, named regions,
+the CPython runtime and its executors, symbol lookups, Python threads, and what the
+unwinder found.  Adapters call :meth:`StopCache.invalidate` from their debugger's events
+(continue, new object file, exit, memory written, inferior call); nothing else clears it.
+"""
+
+import os
+from typing import Dict, Optional, Set, Tuple
+
+from .cpython import CPythonError, CPythonRuntime, PyThread, find_runtime
+from .cpython import version_from_library_name
+from .cpython.executors import DWARF_FIELDS, executor_layout, read_executors
+from .dependencies import WITHOUT_PYELFTOOLS, missing, warn_missing
+from .elf_lookup import have_pyelftools, section_address, symbol_address
+from .model import Unwound
+from .regions import RegionMap
+from .regions.cpython_jit import executor_regions
+from .regions.discovery import build_region_map, jit_interface_regions
+
+
+class StopCache:
+    """Everything worth computing once per stop for ``process`` (a debugger.Process)."""
+
+    def __init__(self, process) -> None:
+        self.process = process
+        self._regions: Optional[RegionMap] = None
+        # None until regions() has run this stop; the unwinder's fast path reads it.
+        self.has_jit: Optional[bool] = None
+        self._key: Optional[Tuple] = None
+        self.problem = ""
+        # (pc, sp) of a frame we unwound -> how; caller pc -> caller sp -> the guess.
+        self.unwound: Dict[Tuple[int, int], Unwound] = {}
+        self.unwound_pcs: Set[int] = set()  # lets the frame filter skip reading sp elsewhere
+        self.guessed: Dict[int, Dict[int, Unwound]] = {}
+        # (pc, sp) of a frame the debugger could not unwind -> its error: GDB says it
+        # once, then only "no reason" for that frame, and bt and py-mixed-bt both show it.
+        self.debugger_stops: Dict[Tuple[int, Optional[int]], str] = {}
+        self._named = False
+        self._memo: Dict[object, object] = {}
+
+    def invalidate(self, *_args) -> None:
+        self._regions = None
+        self.has_jit = None
+        self._named = False
+        self.unwound.clear()
+        self.unwound_pcs.clear()
+        self.guessed.clear()
+        self.debugger_stops.clear()
+        self._memo.clear()
+
+    def check_process(self) -> None:
+        """Drop everything when another inferior or process is selected."""
+        key = self.process.key()
+        if key != self._key:
+            self.invalidate()
+            self._key = key
+
+    # Regions --------------------------------------------------------------------------
+
+    def regions(self) -> RegionMap:
+        """The region map of this stop; cheap after the first call (the unwinder asks
+        for every frame)."""
+        if self._regions is None:
+            self.check_process()
+            self._regions, self.problem = build_region_map(self.process)
+            self.has_jit = self._regions.has_jit()
+        return self._regions
+
+    def named_regions(self) -> RegionMap:
+        """The region map with the named JIT regions of runtimes added (the JIT
+        interface's entries, CPython's executors): read only once a pc is JIT code."""
+        regions = self.regions()
+        if not self._named:
+            self._named = True
+            for loader in (lambda: jit_interface_regions(self.process, regions.mappings),
+                           self.jit_code_regions):
+                try:
+                    regions.add_symbols(loader())
+                except Exception as error:  # a runtime we cannot read: names only
+                    self.problem = f"cannot read JIT regions: {error}"
+        return regions
+
+    def record(self, pc: int, sp: int, unwound: Unwound) -> None:
+        """What the unwinder found for the frame at (pc, sp)."""
+        self.unwound[(pc, sp)] = unwound
+        self.unwound_pcs.add(pc)
+        if unwound.guess and unwound.caller_pc is not None:
+            self.guessed.setdefault(unwound.caller_pc, {})[unwound.caller_sp] = unwound
+
+    def unwound_at(self, pc: int, sp_of) -> Optional[Unwound]:
+        """What the unwinder found for the frame at ``pc`` (``sp_of()`` its sp, read
+        only when the unwinder saw that pc at all)."""
+        return self.unwound.get((pc, sp_of())) if pc in self.unwound_pcs else None
+
+    def _cached(self, key, compute):
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
+
+    # Symbols --------------------------------------------------------------------------
+
+    def lookup_symbol(self, name: str, debug_info: bool = True) -> Optional[int]:
+        """Address of a global of the process: the mapped files' symbol tables, else (for
+        ``_PyRuntime`` of a stripped interpreter) its ``.PyRuntime`` section, else the
+        debugger's debug info (separate debug files; slow for a name the program lacks,
+        as GDB then searches all of it, so ``debug_info=False`` skips it).  Never
+        evaluates an expression: this runs inside the unwinder too, where evaluating may
+        need the frame being unwound."""
+        return self._cached(("symbol", name, debug_info),
+                            lambda: self._lookup_symbol(name, debug_info))
+
+    def _lookup_symbol(self, name: str, debug_info: bool) -> Optional[int]:
+        mappings = self.regions().mappings
+        address = symbol_address(mappings, name)
+        if address is None and name == "_PyRuntime":
+            address = section_address(mappings, ".PyRuntime")
+        if address is None and debug_info:
+            address = self.process.symbol_address(name)
+            if address is None:  # no debug info either: the symbol tables, parsed in full
+                address = symbol_address(mappings, name, full_tables=True)
+        if address is None and not have_pyelftools():
+            warn_missing(self.process, "pyelftools", WITHOUT_PYELFTOOLS)
+        return address
+
+    # CPython --------------------------------------------------------------------------
+
+    def python_runtime(self) -> Tuple[Optional[CPythonRuntime], str]:
+        """The runtime, or None and a one-line reason."""
+        self.check_process()
+        return self._cached("python-runtime", self._python_runtime)
+
+    def _python_runtime(self):
+        if self.process.pid() is None:
+            return None, "no process: run a program or load a core file first"
+        try:
+            return find_runtime(self.process.memory, self.lookup_symbol,
+                                self._version_hint()), ""
+        except CPythonError as error:
+            if not have_pyelftools() and self.lookup_symbol("_PyRuntime") is None:
+                return None, missing("pyelftools", WITHOUT_PYELFTOOLS,
+                                     self.process.debugger_name)
+            return None, str(error)
+        except Exception as error:  # never let a Python problem break a backtrace
+            return None, f"cannot read the CPython runtime: {error}"
+
+    def _version_hint(self):
+        """major.minor from the interpreter's file names (libpython3.10.so, python3.10):
+        lets the error for CPython 3.10 and older name the version."""
+        for path in self.process.module_paths():
+            version = version_from_library_name(path)
+            if version is not None:
+                return version
+        return None
+
+    def is_python_process(self) -> bool:
+        """Cheap test used on every backtrace: does the program have a CPython runtime?"""
+        self.check_process()
+        # Only files named like CPython (python3.12, libpython3.12.so) are opened: this
+        # runs at the first bt of every program, and most programs are not Python.
+        # CPython exports _PyRuntime (or keeps its .PyRuntime section) in every build.
+        return self._cached("has-python", lambda: (
+            any("python" in os.path.basename(m.path) for m in self.regions().mappings)
+            and self.lookup_symbol("_PyRuntime", debug_info=False) is not None))
+
+    def has_jit_or_python(self) -> bool:
+        """Whether frames are worth decorating: the process has JIT code or a CPython
+        runtime (a debugger prints undecorated frames faster)."""
+        return self.regions().has_jit() or self.is_python_process()
+
+    def python_thread(self, native_id: int) -> Optional[PyThread]:
+        """The Python thread state running on the kernel thread ``native_id``."""
+        runtime, _reason = self.python_runtime()
+        if runtime is None:
+            return None
+        return self._cached(("python-thread", native_id),
+                            lambda: runtime.thread_by_native_id(native_id))
+
+    def jit_code_regions(self):
+        """Named regions of the runtime's JIT code (CPython's executors)."""
+        return self._cached("runtime-jit-regions", self._jit_code_regions)
+
+    def _jit_code_regions(self):
+        runtime, _reason = self.python_runtime()
+        if runtime is None or runtime.version.minor_version < (3, 13):
+            return []
+        try:
+            executors = read_executors(self.process.memory, runtime,
+                                       self._dwarf_executor_layout(runtime), self.lookup_symbol)
+            return executor_regions(executors)
+        except CPythonError:
+            return []
+
+    def _dwarf_executor_layout(self, runtime):
+        """Executor offsets from the interpreter's DWARF when it has them, else None (the
+        built-in table for the version is used)."""
+        offsets = {}
+        for field, (type_name, member) in DWARF_FIELDS.items():
+            offset = self.process.member_offset(type_name, member)
+            if offset is None:
+                return None if not offsets else _with(runtime, offsets)
+            offsets[field] = offset
+        return _with(runtime, offsets)
+
+
+def _with(runtime, offsets):
+    try:
+        return executor_layout(runtime.version).with_offsets("DWARF", **offsets)
+    except CPythonError:
+        return None
