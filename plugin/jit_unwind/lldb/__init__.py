@@ -1,0 +1,14 @@
+"""The LLDB adapter: the only package (with ``gdb/``) that imports a debugger.
+
+``install(debugger, internal_dict)`` adds the commands ``jit-regions`` and
+``py-mixed-bt`` and, on LLDB 22+, the frame provider on every target."""
+
+import lldb
+
+
+def install(debugger: "lldb.SBDebugger", internal_dict: dict) -> None:
+    import jit_unwind
+    internal_dict["jit_unwind"] = jit_unwind  # LLDB resolves class names there
+    from . import commands, provider, registration  # noqa: F401
+    commands.add_commands(debugger)
+    registration.install_registration(debugger)
