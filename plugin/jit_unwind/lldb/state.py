@@ -5,11 +5,12 @@ included); a process's map is read once per stop id and reused by every thread a
 the commands.
 """
 
-from typing import Dict, Optional, Tuple
+import os
+from typing import Dict, List, Optional, Tuple
 
 import lldb
 
-from ..regions import RegionMap
+from ..regions import Mapping, RegionMap
 from ..regions.corefile import read_core_mappings
 from ..regions.perfmap import read_perf_map
 from ..regions.procmaps import read_proc_maps
@@ -31,7 +32,6 @@ def core_file_path(process: "lldb.SBProcess") -> Optional[str]:
 
 
 def _core_mappings(path: str):
-    import os
     stat = os.stat(path)
     key = (path, stat.st_size, stat.st_mtime)
     if key not in _cores:
@@ -56,7 +56,27 @@ def build_region_map(process: "lldb.SBProcess") -> Tuple[RegionMap, str]:
             return RegionMap(source="core"), f"cannot read core file {core}: {error}"
         return RegionMap(mappings, read_perf_map(pid), (), [vdso] if vdso else [],
                          source="core"), ""
+    if process.GetPluginName() != "gdb-remote" or not os.path.exists(f"/proc/{pid}/maps"):
+        # A minidump (LLDB's own `process save-core` on Linux) or a remote process:
+        # LLDB's region list (a minidump carries the process's /proc/PID/maps).
+        return RegionMap(sb_mappings(process), read_perf_map(pid),
+                         source="core" if process.GetPluginName() != "gdb-remote" else "maps"), ""
     return RegionMap(read_proc_maps(pid), read_perf_map(pid)), ""
+
+
+def sb_mappings(process: "lldb.SBProcess") -> List[Mapping]:
+    """Mappings as LLDB's memory region list gives them (bounded)."""
+    regions = process.GetMemoryRegions()
+    mappings = []
+    for index in range(min(regions.GetSize(), 100000)):
+        info = lldb.SBMemoryRegionInfo()
+        if not regions.GetMemoryRegionAtIndex(index, info) or not info.IsMapped():
+            continue
+        perms = (("r" if info.IsReadable() else "-") + ("w" if info.IsWritable() else "-")
+                 + ("x" if info.IsExecutable() else "-") + "p")
+        mappings.append(Mapping(info.GetRegionBase(), info.GetRegionEnd(), perms,
+                                info.GetName() or ""))
+    return mappings
 
 
 def region_map(process: "lldb.SBProcess") -> Tuple[RegionMap, str]:

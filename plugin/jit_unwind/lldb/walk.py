@@ -155,6 +155,9 @@ class ThreadWalk:
             name += " [guess: found by stack scan]"
         if result is None or result.ends_walk:
             reason = result.stop_reason if result is not None else reason
+            if self.memory.try_read(pc if innermost else pc - 1, 1) is None:
+                reason = (f"the JIT code at {pc:#x} cannot be read (a core file without "
+                          f"it: save minidumps with `process save-core --style full`)")
             self.out.append(Frame(pc=pc, name=f"{name} {walk_stopped(reason)}"))
             return None
         self.out.append(Frame(pc=pc, name=name))
