@@ -25,6 +25,8 @@ LLDB_TIMEOUT = 300
 # A pseudo-command: wait (at most a few seconds) until the frame provider is on the
 # target; it is registered from a listener thread when a core file is loaded.
 WAIT_FOR_PROVIDER = "#wait-for-provider"
+# A pseudo-command: ``frame select N`` on every frame of the selected thread.
+SELECT_EVERY_FRAME = "#select-every-frame"
 
 
 def lldb_server() -> str:
@@ -102,6 +104,13 @@ def _main(spec) -> None:
                     return
                 time.sleep(0.05)
             print("no frame provider after 5 s")
+            return
+        if command == SELECT_EVERY_FRAME:
+            thread = debugger.GetSelectedTarget().GetProcess().GetSelectedThread()
+            count = thread.GetNumFrames()
+            print(f"selecting {count} frames")
+            for index in range(count):
+                run(f"frame select {index}")
             return
         result = lldb.SBCommandReturnObject()
         interpreter.HandleCommand(command, result)
