@@ -18,6 +18,7 @@ from ..naming import jit_frame_name, walk_stopped
 from ..regions import RegionMap
 from ..target import Memory
 from ..unwind import UnwindContext, unwind_jit_frame
+from ..unwind.cfi import unwind_with_cfi
 from ..unwind.x86_64 import starts_frame_pointer
 
 MAX_FRAMES = 20000  # a walk never emits more frames than this
@@ -168,12 +169,35 @@ class ThreadWalk:
         caller["rip"], caller["rsp"] = result.caller_pc, result.caller_sp
         return result.caller_pc, result.caller_sp, caller
 
+    def cfi_step(self, pc: int, registers: Dict[str, int]) -> Optional[Dict[str, int]]:
+        """The caller's registers from the .eh_frame of the file holding ``pc - 1``."""
+        address = self.target.ResolveLoadAddress(pc - 1)
+        module = address.GetModule()
+        if not module.IsValid():
+            return None
+        path = module.GetFileSpec().fullpath
+        file_pc = address.GetFileAddress()
+        if not path or file_pc == lldb.LLDB_INVALID_ADDRESS:
+            return None
+        try:
+            return unwind_with_cfi(self.memory, path, file_pc, registers)
+        except Exception:
+            return None
+
     def native_step(self, pc, sp, registers):
         """A native frame LLDB did not give us: keep it, go on by its frame pointer."""
         self.out.append(Frame(pc=pc))
         name = self.function_name(pc - 1)
         if name == "main":  # like GDB's "backtrace past-main off"
             return None
+        caller = self.cfi_step(pc, registers)
+        if caller is not None:
+            if caller["rsp"] <= sp or caller["rip"] < 16:
+                self.out.append(Frame(name=walk_stopped(
+                    f"the call frame information of {name or hex(pc)} gives a caller "
+                    f"at {caller['rsp']:#x}, not above its sp {sp:#x}")))
+                return None
+            return caller["rip"], caller["rsp"], caller
         start = self.function_start(pc - 1)
         code = self.memory.try_read(start, 8) if start is not None else None
         rbp = registers.get("rbp")
