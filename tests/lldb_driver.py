@@ -61,7 +61,7 @@ class LldbFrame:
     line: str
 
 
-_FRAME = re.compile(r"^\s*\*?\s*frame #(\d+): 0x[0-9a-f]+ (.*)$")
+_FRAME = re.compile(r"^\s*\*?\s*frame #(\d+): (?:0x[0-9a-f]+ )?(.*)$")
 
 
 def _function(text: str) -> str:

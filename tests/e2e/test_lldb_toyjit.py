@@ -97,13 +97,20 @@ def test_perf_map_names(mode):
 
 
 def test_minidump_without_jit_code_says_why(tmp_path):
-    """LLDB's default minidump leaves the JIT code out: the walk says so, no garbage."""
+    """LLDB's default minidump leaves the JIT code out: the JIT frame says so, what is
+    found after it is marked as a guess, and the walk ends with a reason."""
     core = tmp_path / "toyjit.dmp"
     run_lldb(["process launch", f"process save-core {core}"], program("frameless", 1))
     output = run_lldb([WAIT_FOR_PROVIDER, "bt"], [fixture_binary("toyjit")], core=core)
     frames = parse_lldb_backtrace(output)
-    assert "[unwind stopped: the JIT code at" in frames[-1].line, output
-    assert "--style full" in frames[-1].line, output
+    names = [f.function for f in frames]
+    jit = names.index(next(n for n in names if n.startswith("[jit ")))
+    assert names[jit - 1] == "jit_callback", output
+    assert "its code cannot be read" in frames[jit].line, output
+    assert "--style full" in frames[jit].line, output
+    assert "[guess: found by stack scan]" in frames[jit].line, output
+    assert "[unwind stopped: " in frames[-1].line, output
+    assert "main" not in names, output
 
 
 def test_process_without_jit_code_keeps_lldb_frames():

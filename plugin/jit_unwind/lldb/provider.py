@@ -43,6 +43,12 @@ class JitFrame(ScriptedFrame):
         return None
 
 
+# LLDB 23.1 drops a ScriptedFrame whose pc lies in a module (and every frame after
+# it): native frames the walk found are returned as {"pc": ...} dictionaries, which LLDB
+# symbolises at the pc itself (a return address), so an inlined call shows the inlined
+# function at that address, not its caller.
+
+
 class JitFrameProvider(ScriptedFrameProvider):
     def __init__(self, input_frames, args):
         super().__init__(input_frames, args)

@@ -154,11 +154,11 @@ class ThreadWalk:
         name = jit_frame_name(regions, pc, innermost) or f"[jit {pc:#x}]"
         if result is not None and result.guess:
             name += " [guess: found by stack scan]"
+        if self.memory.try_read(pc if innermost else pc - 1, 1) is None:
+            name += (" [its code cannot be read: a core file without it? LLDB's "
+                     "`process save-core --style full` keeps it]")
         if result is None or result.ends_walk:
             reason = result.stop_reason if result is not None else reason
-            if self.memory.try_read(pc if innermost else pc - 1, 1) is None:
-                reason = (f"the JIT code at {pc:#x} cannot be read (a core file without "
-                          f"it: save minidumps with `process save-core --style full`)")
             self.out.append(Frame(pc=pc, name=f"{name} {walk_stopped(reason)}"))
             return None
         self.out.append(Frame(pc=pc, name=name))
@@ -191,6 +191,8 @@ class ThreadWalk:
         if name == "main":  # like GDB's "backtrace past-main off"
             return None
         caller = self.cfi_step(pc, registers)
+        if caller == {}:  # the outermost frame (_start, a thread's start routine)
+            return None
         if caller is not None:
             if caller["rsp"] <= sp or caller["rip"] < 16:
                 self.out.append(Frame(name=walk_stopped(

@@ -20,6 +20,9 @@ DWARF_REGISTERS = {0: "rax", 1: "rdx", 2: "rcx", 3: "rbx", 4: "rsi", 5: "rdi", 6
 RETURN_ADDRESS = 16
 CALLEE_SAVED = ("rbx", "rbp", "r12", "r13", "r14", "r15")
 MAX_FILES = 32
+# What unwind_with_cfi returns for an outermost frame (its return address is undefined,
+# as for _start and a thread's start routine).
+OUTERMOST: Dict[str, int] = {}
 
 
 class CfiTable:
@@ -81,7 +84,8 @@ def cfi_table(path: str) -> Optional[CfiTable]:
 def unwind_with_cfi(memory: Memory, path: str, file_pc: int, registers: Dict[str, int]
                     ) -> Optional[Dict[str, int]]:
     """The caller's registers (``rip``, ``rsp``, callee-saved ones known) of the frame
-    whose lookup pc is ``file_pc`` in ``path``; None when the CFI cannot tell."""
+    whose lookup pc is ``file_pc`` in ``path``; None when the CFI cannot tell;
+    OUTERMOST (empty) when it says the frame has no caller."""
     table = cfi_table(path)
     row = table.row_at(file_pc) if table is not None else None
     if row is None:
@@ -93,6 +97,9 @@ def unwind_with_cfi(memory: Memory, path: str, file_pc: int, registers: Dict[str
     if base is None:
         return None
     cfa = base + cfa_rule.offset
+    ra_rule = row.get(RETURN_ADDRESS)
+    if ra_rule is not None and ra_rule.type == "UNDEFINED":
+        return OUTERMOST
     caller = {name: registers[name] for name in CALLEE_SAVED if name in registers}
     for number, name in list(DWARF_REGISTERS.items()) + [(RETURN_ADDRESS, "rip")]:
         rule = row.get(number)
