@@ -9,6 +9,8 @@ import lldb
 def install(debugger: "lldb.SBDebugger", internal_dict: dict) -> None:
     import jit_unwind
     internal_dict["jit_unwind"] = jit_unwind  # LLDB resolves class names there
-    from . import commands, provider, registration  # noqa: F401
+    from . import commands, registration
     commands.add_commands(debugger)
-    registration.install_registration(debugger)
+    if registration.providers_supported():  # LLDB 22+; the commands work without
+        from . import provider  # noqa: F401
+        registration.install_registration(debugger)
