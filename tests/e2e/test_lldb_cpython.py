@@ -1,16 +1,21 @@
-"""CPython 3.12 with -X perf under real LLDB 23: bt through the perf trampolines to
-_start (LLDB alone stops at the first one), and py-mixed-bt, live and from a core."""
+"""CPython under real LLDB 23: 3.12 with -X perf, bt through the perf trampolines to
+_start (LLDB alone stops at the first one) and py-mixed-bt, live and from a core;
+3.13's and 3.14's JIT executors named, with their Python frames."""
 
 import json
 import re
 from pathlib import Path
 
+import pytest
+
+from tests.jit_python import JIT_MINORS, jit_python
 from tests.lldb_driver import (SELECT_EVERY_FRAME, WAIT_FOR_PROVIDER,
                                parse_lldb_backtrace, run_lldb)
-from tests.python_expect import python_of
+from tests.python_expect import SCRIPTS, marks, python_of
 from tests.support import GDB_BINARIES, REPO, run_gdb
 
 SCRIPT = REPO / "tests" / "fixtures" / "python" / "recurse_sigtrap.py"
+JIT_SCRIPT = SCRIPTS / "jit_scenarios.py"
 NAMES = [f"py::recurse:{SCRIPT}"] * 4 + [f"py::<module>:{SCRIPT}"]
 
 
@@ -57,3 +62,33 @@ def test_perf_trampolines_live_and_from_gcore(tmp_path):
         check_mixed(from_core)
     finally:
         Path(f"/tmp/perf-{pid}.map").unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("minor", JIT_MINORS)
+def test_cpython_jit_executors_named_with_their_python_frames(minor):
+    """CPython's JIT (PYTHON_JIT=1): the trace and its entry shim are unwound and named
+    as in GDB, the walk reaches _start, py-mixed-bt puts leaf and hot under the trace."""
+    lines = marks(JIT_SCRIPT)
+    output = run_lldb(["settings set target.env-vars PYTHON_JIT=1", "process launch", "bt",
+                       "py-mixed-bt", "jit-regions"],
+                      [jit_python(minor), JIT_SCRIPT, "kill"])
+    frames = parse_lldb_backtrace(output.split("(lldb) py-mixed-bt")[0])
+    lines_of = [f.line for f in frames]
+    trace = next(i for i, f in enumerate(lines_of) if "[jit] hot (" in f)
+    assert re.search(rf"\[jit\] hot \({re.escape(str(JIT_SCRIPT))}:\d+\) trace 0x[0-9a-f]+ ",
+                     lines_of[trace]), output
+    assert frames[trace - 1].function == "os_kill", output
+    assert "[jit shim] hot (" in lines_of[trace + 1], output
+    assert frames[trace + 2].function == "_PyEval_EvalFrameDefault", output
+    names = [f.function for f in frames]
+    assert "Py_BytesMain" in names and names[-1] == "_start", output
+    assert "guess" not in output and "unwind stopped" not in output, output
+    mixed = output.split("(lldb) py-mixed-bt\n")[1].split("(lldb) jit-regions")[0]
+    under = re.findall(r"^#\d+\s+(.*?)\n((?:     \[py\] .*\n)+)", mixed, re.M)
+    placed = [(parent.split(" (")[0].split(" at ")[0], python)
+              for parent, block in under
+              for python in re.findall(r"\[py\] (\S+) \(.*:(\d+)\)", block)]
+    assert placed == [("[jit] hot", ("leaf", str(lines["leaf-kill"]))),
+                      ("[jit] hot", ("hot", str(lines["hot"]))),
+                      ("_PyEval_EvalFrameDefault", ("<module>", str(lines["module"])))], mixed
+    assert "cpython-jit" in output.split("(lldb) jit-regions")[1], output

@@ -8,7 +8,7 @@ import lldb
 from ..cpython.thread_names import read_thread_names
 from ..render import region_table
 from ..render_mixed import render_text, to_json
-from .python import mixed_threads, python_runtime
+from .python import add_runtime_regions, mixed_threads, python_runtime
 from .registration import ensure_provider
 from .state import region_map
 
@@ -49,6 +49,8 @@ each: start, end, size, source and name."""
             if process is None:
                 return
             regions, problem = region_map(process)
+            if regions.has_jit():
+                add_runtime_regions(exe_ctx.GetTarget(), process, regions)
             if problem:
                 result.AppendMessage(f"warning: {problem}")
             result.AppendMessage(region_table(regions.listing()))

@@ -12,6 +12,7 @@ from lldb.plugins.scripted_process import ScriptedFrame
 
 from ..naming import walk_stopped
 from .memory import LldbMemory
+from .python import add_runtime_regions
 from .state import region_map
 from .walk import ThreadWalk
 
@@ -73,6 +74,10 @@ class JitFrameProvider(ScriptedFrameProvider):
             regions, _problem = region_map(process)
             if not regions.has_jit():
                 return False
+            try:
+                add_runtime_regions(process.GetTarget(), process, regions)
+            except Exception:  # names are a bonus: unwind without them
+                pass
             count = min(self.input_frames.GetSize(), MAX_INPUT_FRAMES)
             inputs = [self.input_frames.GetFrameAtIndex(i) for i in range(count)]
             walk = ThreadWalk(process.GetTarget(), LldbMemory(process), regions, inputs)

@@ -125,3 +125,22 @@ def mixed_threads(target, process, runtime, threads, python_only: bool,
             mixed.frames = mix(natives, python)
         result.append(mixed)
     return result
+
+
+def add_runtime_regions(target, process, regions) -> None:
+    """Name the JIT code of CPython's executors (3.13+) in ``regions``, once per map:
+    shims and traces, as GDB's frame filter names them."""
+    if regions.memo.get("lldb-runtime-regions") or not is_python_process(target):
+        return
+    regions.memo["lldb-runtime-regions"] = True
+    runtime, _reason = python_runtime(target, process)
+    if runtime is None or runtime.version.minor_version < (3, 13):
+        return
+    from ..cpython.executors import read_executors
+    from ..regions.cpython_jit import executor_regions
+    try:
+        executors = read_executors(LldbMemory(process), runtime, None,
+                                   lambda name: lookup_symbol(target, process, name))
+    except CPythonError:
+        return
+    regions.add_symbols(executor_regions(executors))
