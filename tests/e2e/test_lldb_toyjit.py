@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.lldb_driver import (SELECT_EVERY_FRAME, WAIT_FOR_PROVIDER,
+from tests.lldb_driver import (LLDB_INIT, SELECT_EVERY_FRAME, WAIT_FOR_PROVIDER,
                                parse_lldb_backtrace, run_lldb)
 from tests.support import GDB_BINARIES, fixture_binary, run_gdb
 from tests.toyjit_expect import check_backtrace
@@ -132,3 +132,23 @@ def test_commands_have_help_and_need_a_process():
     assert "List the JIT code regions" in output, output
     assert "--all-threads" in output, output
     assert "No process" in output, output
+
+
+def test_provider_on_a_target_created_before_the_import():
+    output = run_lldb([f"command script import {LLDB_INIT}", "target frame-provider list",
+                       "process launch", "bt"], program("mixed", 1), plugin=False)
+    assert "JitFrameProvider" in output, output
+    check_lldb_backtrace(output, "mixed", 1, perf_map=False)
+
+
+def test_provider_on_every_target_created_after_the_import():
+    """Two targets one after the other: the stop-hook copied from the dummy target puts
+    the provider on each."""
+    toyjit = fixture_binary("toyjit")
+    output = run_lldb(["process launch", "bt", "process kill", "target delete",
+                       f"target create {toyjit}",
+                       "settings set -- target.run-args frameless 1 sigtrap",
+                       "process launch", "bt"], program("fp", 1))
+    first, second = output.split("(lldb) target delete")
+    check_lldb_backtrace(first, "fp", 1, perf_map=False)
+    check_lldb_backtrace(second, "frameless", 1, perf_map=False)
