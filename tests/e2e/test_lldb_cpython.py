@@ -92,3 +92,23 @@ def test_cpython_jit_executors_named_with_their_python_frames(minor):
                       ("[jit] hot", ("hot", str(lines["hot"]))),
                       ("_PyEval_EvalFrameDefault", ("<module>", str(lines["module"])))], mixed
     assert "cpython-jit" in output.split("(lldb) jit-regions")[1], output
+
+
+def test_all_threads_of_a_jit_process():
+    """Two threads sleeping from JIT code, the main thread stopping: every thread's
+    walk reaches its start, and py-mixed-bt --all-threads names the Python threads."""
+    output = run_lldb(["settings set target.env-vars PYTHON_JIT=1", "process launch",
+                       "thread backtrace all", "py-mixed-bt --all-threads"],
+                      [jit_python("3.13"), JIT_SCRIPT, "threads"])
+    backtraces, mixed = output.split("(lldb) thread backtrace all")[1].split(
+        "(lldb) py-mixed-bt --all-threads")
+    per_thread = re.split(r"^\s*\*? thread #\d+", backtraces, flags=re.M)[1:]
+    assert len(per_thread) == 3, output
+    for text in per_thread:
+        names = [f.function for f in parse_lldb_backtrace("frame #0: 0x0 x\n" + text)][1:]
+        assert names[-1] in ("_start", "__clone3", "clone3", "clone"), text
+        assert not any(n.startswith("??") for n in names), text
+    assert "unwind stopped" not in backtraces and "guess" not in backtraces, output
+    headings = re.findall(r'^Thread \d+ \(LWP \d+\) "([^"]+)"', mixed, re.M)
+    assert sorted(headings) == ["MainThread", "spinner-0", "spinner-1"], mixed
+    assert mixed.count("[holds the GIL]") == 1, mixed
