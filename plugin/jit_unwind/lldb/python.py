@@ -10,7 +10,9 @@ from ..elf_lookup import section_address, symbol_address
 from ..merge import EVAL, JIT, OTHER
 from ..mixed import MixedThread, NativeFrame, mix
 from .memory import LldbMemory
+from .registration import providers_supported
 from .state import region_map
+from .walk import Frame, ThreadWalk
 
 EVAL_FUNCTION = "_PyEval_EvalFrameDefault"
 MAX_FRAMES = 100_000
@@ -74,38 +76,80 @@ def _interpreter_frame(frame: "lldb.SBFrame") -> Optional[int]:
     return number if error.Success() and number else None
 
 
+def _native_frame(level: int, pc: int, name: str, regions, line_entry,
+                  interpreter_frame=None) -> NativeFrame:
+    kind, code_object = OTHER, None
+    if name == EVAL_FUNCTION:
+        kind = EVAL
+    elif pc and regions.jit_region_at(pc if level == 0 else pc - 1) is not None:
+        kind = JIT
+        symbol = regions.symbol_at(pc if level == 0 else pc - 1)
+        code_object = symbol.owner if symbol is not None else None
+    filename = line = None
+    if line_entry.IsValid() and line_entry.GetFileSpec().IsValid():
+        filename = line_entry.GetFileSpec().fullpath
+        line = line_entry.GetLine() or None
+    return NativeFrame(level, pc, name or f"{pc:#x}", kind, filename, line,
+                       interpreter_frame if kind == EVAL else None, code_object)
+
+
+def _split_reason(name: str) -> Tuple[str, str]:
+    """A frame's name and the reason a walk ended on it ("" when it did not)."""
+    if STOPPED not in name:
+        return name, ""
+    name, _, rest = name.partition(STOPPED)
+    return name.strip(), rest.rstrip("]").strip()
+
+
+def _from_sbframe(frame: "lldb.SBFrame", level: int, regions):
+    """(NativeFrame or None for a bare note, why the walk ended here or "")."""
+    pc = frame.GetPC()
+    name, reason = _split_reason(frame.GetFunctionName() or frame.GetDisplayFunctionName()
+                                 or "")
+    if pc == lldb.LLDB_INVALID_ADDRESS:
+        if not name:
+            return None, reason
+        pc = 0
+    interpreter_frame = _interpreter_frame(frame) if name == EVAL_FUNCTION else None
+    return _native_frame(level, pc, name, regions, frame.GetLineEntry(),
+                         interpreter_frame), reason
+
+
 def native_frames(thread: "lldb.SBThread", regions) -> Tuple[List[NativeFrame], str]:
-    """The thread's frames as ``bt`` shows them (the frame provider's), and why the walk
-    ended early ("" when it reached the end)."""
+    """The thread's frames as ``bt`` shows them with the frame provider, and why the walk
+    ended early ("" when it reached the end).  Without frame providers (LLDB 19), the
+    same walk runs here over LLDB's own frames."""
+    count = min(thread.GetNumFrames(), MAX_FRAMES)
+    inputs = [thread.GetFrameAtIndex(level) for level in range(count)]
+    if providers_supported() or not regions.has_jit():
+        steps = [Frame(index=level) for level in range(count)]
+    else:
+        process = thread.GetProcess()
+        target = process.GetTarget()
+        add_runtime_regions(target, process, regions)
+        steps = ThreadWalk(target, LldbMemory(process), regions, inputs,
+                           past_native_end=True).run()
     frames: List[NativeFrame] = []
     reason = ""
-    for level in range(min(thread.GetNumFrames(), MAX_FRAMES)):
-        frame = thread.GetFrameAtIndex(level)
-        pc = frame.GetPC()
-        name = frame.GetFunctionName() or frame.GetDisplayFunctionName() or ""
-        if STOPPED in name:
-            name, _, rest = name.partition(STOPPED)
-            reason = rest.rstrip("]").strip()
-            name = name.strip()
-        kind, interpreter_frame, code_object = OTHER, None, None
-        if name == EVAL_FUNCTION:
-            kind, interpreter_frame = EVAL, _interpreter_frame(frame)
-        elif pc != lldb.LLDB_INVALID_ADDRESS and regions.jit_region_at(
-                pc if level == 0 else pc - 1) is not None:
-            kind = JIT
-            symbol = regions.symbol_at(pc if level == 0 else pc - 1)
-            code_object = symbol.owner if symbol is not None else None
-        if pc == lldb.LLDB_INVALID_ADDRESS:
-            if not name:
-                continue
-            pc = 0
-        line_entry = frame.GetLineEntry()
-        filename = line = None
-        if line_entry.IsValid() and line_entry.GetFileSpec().IsValid():
-            filename = line_entry.GetFileSpec().fullpath
-            line = line_entry.GetLine() or None
-        frames.append(NativeFrame(len(frames), pc, name or f"{pc:#x}", kind, filename,
-                                  line, interpreter_frame, code_object))
+    for step in steps:
+        level = len(frames)
+        if step.index is not None:
+            native, reason = _from_sbframe(inputs[step.index], level, regions)
+        elif step.pc is None:  # a note ending the walk
+            native, reason = None, _split_reason(step.name or "")[1]
+        elif step.name is not None:  # a JIT frame
+            name, reason = _split_reason(step.name)
+            native = _native_frame(level, step.pc, name, regions, lldb.SBLineEntry())
+        else:  # a native frame the walk found: named at its call, pc - 1
+            target = thread.GetProcess().GetTarget()
+            context = target.ResolveSymbolContextForAddress(
+                target.ResolveLoadAddress(step.pc - 1), lldb.eSymbolContextEverything)
+            function, symbol = context.GetFunction(), context.GetSymbol()
+            name = (function.GetName() if function.IsValid() else None) or (
+                symbol.GetName() if symbol.IsValid() else "") or ""
+            native = _native_frame(level, step.pc, name, regions, context.GetLineEntry())
+        if native is not None:
+            frames.append(native)
     return frames, reason
 
 

@@ -19,7 +19,7 @@ from ..regions import RegionMap
 from ..target import Memory
 from ..unwind import UnwindContext, unwind_jit_frame
 from ..unwind.cfi import unwind_with_cfi
-from ..unwind.x86_64 import starts_frame_pointer
+from ..unwind.x86_64 import call_length_before, starts_frame_pointer
 
 MAX_FRAMES = 20000  # a walk never emits more frames than this
 REGISTERS = ("rip", "rsp", "rbp", "rbx", "r12", "r13", "r14", "r15")
@@ -50,7 +50,10 @@ def frame_registers(frame: "lldb.SBFrame") -> Dict[str, int]:
 
 class ThreadWalk:
     def __init__(self, target: "lldb.SBTarget", memory: Memory, regions: RegionMap,
-                 input_frames):
+                 input_frames, past_native_end: bool = False):
+        """``past_native_end``: also go on after LLDB's last frame when its caller is
+        native code (LLDB 19 gives up on some callers of frames it unwound)."""
+        self.past_native_end = past_native_end
         self.target = target
         self.memory = memory
         self.regions = regions
@@ -73,6 +76,13 @@ class ThreadWalk:
     def function_name(self, address: int) -> str:
         symbol = self.target.ResolveLoadAddress(address).GetSymbol()
         return symbol.GetName() or "" if symbol.IsValid() else ""
+
+    def is_return_address(self, address: int) -> bool:
+        """``address`` follows a call in executable memory."""
+        if address < 16 or not self.regions.is_executable(address - 1):
+            return False
+        code = self.memory.try_read(address - 8, 8)
+        return code is not None and call_length_before(code) is not None
 
     def is_jit(self, pc: int, innermost: bool) -> bool:
         lookup = pc if innermost else pc - 1
@@ -105,7 +115,10 @@ class ThreadWalk:
         if cfa in (0, lldb.LLDB_INVALID_ADDRESS) or cfa % 8:
             return
         caller_pc = self.memory.try_read_u64(cfa - 8)
-        if caller_pc is None or not self.is_jit(caller_pc, False):
+        if caller_pc is None:
+            return
+        if not self.is_jit(caller_pc, False) and not (
+                self.past_native_end and self.is_return_address(caller_pc)):
             return
         registers = frame_registers(last)
         registers["rip"], registers["rsp"] = caller_pc, cfa
