@@ -13,6 +13,25 @@ from .registration import ensure_provider
 from .state import region_map
 
 
+def long_help(doc: str) -> str:
+    """A docstring as LLDB's help shows it well: LLDB wraps lines itself, so each
+    paragraph, and each option with its description, becomes one line."""
+    paragraphs = []
+    for paragraph in doc.strip().split("\n\n"):
+        lines = paragraph.splitlines()
+        if lines and lines[0].startswith("  -"):  # an option list
+            options = []
+            for line in lines:
+                if line.startswith("  -") or not options:
+                    options.append(line.rstrip())
+                else:
+                    options[-1] += " " + line.strip()
+            paragraphs.append("\n".join(options))
+        else:
+            paragraphs.append(" ".join(line.strip() for line in lines))
+    return "\n\n".join(paragraphs)
+
+
 def _process(exe_ctx, result):
     process = exe_ctx.GetProcess()
     if not process.IsValid() or process.GetProcessID() in (0, lldb.LLDB_INVALID_PROCESS_ID):
@@ -38,7 +57,7 @@ each: start, end, size, source and name."""
         return "List the JIT code regions of the current process."
 
     def get_long_help(self):
-        return self.__doc__
+        return long_help(self.__doc__)
 
     def __call__(self, debugger, command, exe_ctx, result):
         try:
@@ -94,7 +113,7 @@ nothing runs in the program, so this works on core files too.
         return "Print the mixed native and Python stack of the selected thread."
 
     def get_long_help(self):
-        return self.__doc__
+        return long_help(self.__doc__)
 
     def __call__(self, debugger, command, exe_ctx, result):
         try:
