@@ -59,7 +59,7 @@ class RegisterOnStop:
         return True
 
 
-def _listen(debugger_id: int, listener: "lldb.SBListener", stop: threading.Event):
+def _listen(listener: "lldb.SBListener", stop: threading.Event):
     event = lldb.SBEvent()
     while not stop.is_set():
         try:
@@ -89,6 +89,6 @@ def install_registration(debugger: "lldb.SBDebugger") -> None:
         debugger, lldb.SBTarget.GetBroadcasterClassName(),
         lldb.SBTarget.eBroadcastBitModulesLoaded)
     thread = threading.Thread(target=_listen, name="jit-unwind target listener",
-                              args=(debugger.GetID(), listener, _listener_stop),
+                              args=(listener, _listener_stop),
                               daemon=True)
     thread.start()
