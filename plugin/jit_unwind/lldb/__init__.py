@@ -1,0 +1,16 @@
+"""The LLDB adapter: the only package (with ``gdb/``) that imports a debugger.
+
+``install(debugger, internal_dict)`` adds the commands ``jit-regions`` and
+``py-mixed-bt`` and, on LLDB 22+, the frame provider on every target."""
+
+import lldb
+
+
+def install(debugger: "lldb.SBDebugger", internal_dict: dict) -> None:
+    import jit_unwind
+    internal_dict["jit_unwind"] = jit_unwind  # LLDB resolves class names there
+    from . import commands, registration
+    commands.add_commands(debugger)
+    if registration.providers_supported():  # LLDB 22+; the commands work without
+        from . import provider  # noqa: F401
+        registration.install_registration(debugger)

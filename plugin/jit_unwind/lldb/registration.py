@@ -1,0 +1,94 @@
+"""Put the frame provider on every target, including targets created later.
+
+LLDB 23 registers providers per target, and one registered on the dummy target is not
+copied to new targets (stop-hooks are).  So:
+
+- at import, on every existing target;
+- from a stop-hook added to the dummy target (when no target exists yet at import, as
+  with ~/.lldbinit): it runs at every stop of every later target, before the user sees
+  the stop, and registers the provider on its target once;
+- from a listener thread on the target event class ("modules loaded"): covers core
+  files, which never stop, shortly after ``target create --core``;
+- from the jit-unwind commands, on their target.
+"""
+
+import threading
+
+import lldb
+
+PROVIDER = "jit_unwind.lldb.provider.JitFrameProvider"
+_registered = set()  # GloballyUniqueID of targets that have the provider
+_lock = threading.Lock()
+
+
+def providers_supported() -> bool:
+    return hasattr(lldb.SBTarget, "RegisterScriptedFrameProvider")
+
+
+def ensure_provider(target: "lldb.SBTarget") -> str:
+    """Register the provider on ``target`` once; "" or why it could not be."""
+    if not providers_supported():
+        return "this LLDB has no scripted frame providers (LLDB 22+ has)"
+    if target is None or not target.IsValid():
+        return "no target"
+    key = target.GetGloballyUniqueID()
+    with _lock:
+        if key in _registered:
+            return ""
+        args = lldb.SBStructuredData()
+        args.SetFromJSON("{}")
+        error = lldb.SBError()
+        target.RegisterScriptedFrameProvider(PROVIDER, args, error)
+        if error.Fail():
+            return f"cannot register the frame provider: {error.GetCString()}"
+        _registered.add(key)
+    return ""
+
+
+class RegisterOnStop:
+    """Stop-hook (``target stop-hook add -P``): registers the provider on its target."""
+
+    def __init__(self, target, extra_args, internal_dict):
+        pass
+
+    def handle_stop(self, exe_ctx, stream):
+        try:
+            ensure_provider(exe_ctx.GetTarget())
+        except Exception:  # never disturb a stop
+            pass
+        return True
+
+
+def _listen(listener: "lldb.SBListener", stop: threading.Event):
+    event = lldb.SBEvent()
+    while not stop.is_set():
+        try:
+            if not listener.WaitForEvent(1, event):
+                continue
+            target = lldb.SBTarget.GetTargetFromEvent(event)
+            if target.IsValid():
+                ensure_provider(target)
+        except Exception:
+            continue
+
+
+_listener_stop = threading.Event()
+
+
+def install_registration(debugger: "lldb.SBDebugger") -> None:
+    if not providers_supported():
+        return
+    for index in range(debugger.GetNumTargets()):
+        ensure_provider(debugger.GetTargetAtIndex(index))
+    if debugger.GetNumTargets() == 0:  # the stop-hook lands on the dummy target
+        result = lldb.SBCommandReturnObject()
+        debugger.GetCommandInterpreter().HandleCommand(
+            "target stop-hook add -P jit_unwind.lldb.registration.RegisterOnStop", result)
+    listener = lldb.SBListener("jit-unwind.targets")
+    listener.StartListeningForEventClass(
+        debugger, lldb.SBTarget.GetBroadcasterClassName(),
+        lldb.SBTarget.eBroadcastBitModulesLoaded)
+    thread = threading.Thread(target=_listen, name="jit-unwind target listener",
+                              args=(listener, _listener_stop),
+                              daemon=True)
+    thread.start()

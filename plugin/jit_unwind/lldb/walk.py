@@ -1,0 +1,235 @@
+"""The backtrace of one LLDB thread through JIT code.
+
+LLDB's own frames ("input frames") are kept while they are right.  From the first frame
+whose pc is JIT code, the core's strategies unwind; the walk rejoins LLDB's frames where
+a caller's pc and sp match one of them.  LLDB cannot unwind natively from registers we
+give it, so where no input frame matches a native caller, the walk goes on by the
+frame-pointer rule when the caller's function keeps one (``push rbp; mov rbp, rsp``),
+and ends with a reason otherwise.  After the last input frame LLDB gave up; if its
+caller (return address at CFA - 8) is JIT code, the walk goes on from there.
+"""
+
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional
+
+import lldb
+
+from ..frames import walk_stopped
+from ..naming import jit_frame_name
+from ..regions import RegionMap
+from ..target import Memory
+from ..unwind import UnwindContext, unwind_jit_frame
+from ..unwind.cfi import unwind_with_cfi
+from ..unwind.x86_64 import call_length_before, starts_frame_pointer
+
+MAX_FRAMES = 20000  # a walk never emits more frames than this
+REGISTERS = ("rip", "rsp", "rbp", "rbx", "r12", "r13", "r14", "r15")
+CALLEE_SAVED = ("rbp", "rbx", "r12", "r13", "r14", "r15")
+
+
+@dataclass
+class Frame:
+    """One output frame: an input frame (``index``), or a pc the walk found (``name``
+    for JIT frames, None for native ones LLDB symbolises), or a stop note (pc None)."""
+
+    index: Optional[int] = None
+    pc: Optional[int] = None
+    name: Optional[str] = None
+
+
+def frame_registers(frame: "lldb.SBFrame") -> Dict[str, int]:
+    values = {}
+    for name in REGISTERS:
+        value = frame.FindRegister(name)
+        if value.IsValid():
+            error = lldb.SBError()
+            number = value.GetValueAsUnsigned(error, 0)
+            if error.Success():
+                values[name] = number
+    return values
+
+
+class ThreadWalk:
+    def __init__(self, target: "lldb.SBTarget", memory: Memory, regions: RegionMap,
+                 input_frames, past_native_end: bool = False):
+        """``past_native_end``: also go on after LLDB's last frame when its caller is
+        native code (LLDB 19 gives up on some callers of frames it unwound)."""
+        self.past_native_end = past_native_end
+        self.target = target
+        self.memory = memory
+        self.regions = regions
+        self.inputs = input_frames  # list of SBFrame
+        self.count = len(input_frames)
+        # (pc, sp) -> index of the first input frame at or after where we are
+        self.by_pc_sp = {}
+        for index, frame in enumerate(input_frames):
+            self.by_pc_sp.setdefault((frame.GetPC(), frame.GetSP()), index)
+        self.out: List[Frame] = []
+
+    # -- symbols -----------------------------------------------------------------
+    def function_start(self, address: int) -> Optional[int]:
+        symbol = self.target.ResolveLoadAddress(address).GetSymbol()
+        if not symbol.IsValid():
+            return None
+        start = symbol.GetStartAddress().GetLoadAddress(self.target)
+        return start if start != lldb.LLDB_INVALID_ADDRESS else None
+
+    def function_name(self, address: int) -> str:
+        symbol = self.target.ResolveLoadAddress(address).GetSymbol()
+        return symbol.GetName() or "" if symbol.IsValid() else ""
+
+    def is_return_address(self, address: int) -> bool:
+        """``address`` follows a call in executable memory."""
+        if address < 16 or not self.regions.is_executable(address - 1):
+            return False
+        code = self.memory.try_read(address - 8, 8)
+        return code is not None and call_length_before(code) is not None
+
+    def is_jit(self, pc: int, innermost: bool) -> bool:
+        lookup = pc if innermost else pc - 1
+        return self.regions.jit_region_at(lookup) is not None and \
+            not self.regions.is_registered(lookup)
+
+    # -- the walk ------------------------------------------------------------------
+    def run(self) -> List[Frame]:
+        index = 0
+        while index < self.count and len(self.out) < MAX_FRAMES:
+            frame = self.inputs[index]
+            pc = frame.GetPC()
+            if self.is_jit(pc, index == 0):
+                resumed = self.walk_from(pc, frame.GetSP(), frame_registers(frame),
+                                         index == 0, index)
+                if resumed is None:
+                    return self.out
+                index = resumed
+                continue
+            self.out.append(Frame(index=index))
+            index += 1
+        if self.count and self.out and self.out[-1].index == self.count - 1:
+            self.after_last_input()
+        return self.out
+
+    def after_last_input(self) -> None:
+        """LLDB ended its walk: go on when the last frame's caller is JIT code."""
+        last = self.inputs[-1]
+        cfa = last.GetCFA()
+        if cfa in (0, lldb.LLDB_INVALID_ADDRESS) or cfa % 8:
+            return
+        caller_pc = self.memory.try_read_u64(cfa - 8)
+        if caller_pc is None:
+            return
+        if not self.is_jit(caller_pc, False) and not (
+                self.past_native_end and self.is_return_address(caller_pc)):
+            return
+        registers = frame_registers(last)
+        registers["rip"], registers["rsp"] = caller_pc, cfa
+        # The caller's rbp: saved by the last frame's prologue when it keeps a frame
+        # pointer; else the last frame left it as it found it.
+        start = self.function_start(last.GetPC() - 1)
+        fp = registers.get("rbp")
+        code = self.memory.try_read(start, 8) if start is not None else None
+        if code is not None and starts_frame_pointer(code) and fp is not None:
+            saved = self.memory.try_read_u64(fp)
+            if saved is None:
+                registers.pop("rbp", None)
+            else:
+                registers["rbp"] = saved
+        self.walk_from(caller_pc, cfa, registers, False, self.count)
+
+    def walk_from(self, pc: int, sp: int, registers: Dict[str, int], innermost: bool,
+                  next_input: int) -> Optional[int]:
+        """Walk from a frame at ``pc``/``sp``; return the input frame index to resume
+        at, or None when the walk ended here."""
+        while len(self.out) < MAX_FRAMES:
+            match = self.by_pc_sp.get((pc, sp))
+            if match is not None and match >= next_input and not innermost:
+                if not self.is_jit(pc, False):
+                    return match  # LLDB's frame: its registers are LLDB's own
+            if self.is_jit(pc, innermost):
+                step = self.jit_step(pc, sp, registers, innermost)
+            else:
+                step = self.native_step(pc, sp, registers)
+            if step is None:
+                return None
+            pc, sp, registers = step
+            innermost = False
+        self.out.append(Frame(name=walk_stopped(f"more than {MAX_FRAMES} frames")))
+        return None
+
+    def jit_step(self, pc, sp, registers, innermost):
+        regions = self.regions
+        ctx = UnwindContext(pc, sp, self.memory, regions, registers.get, innermost,
+                            self.function_start)
+        try:
+            result = unwind_jit_frame(ctx)
+        except Exception as error:  # never a traceback in a backtrace
+            result = None
+            reason = f"internal error: {error!r}"
+        name = jit_frame_name(regions, pc, innermost) or f"[jit {pc:#x}]"
+        if result is not None and result.guess:
+            name += " [guess: found by stack scan]"
+        if self.memory.try_read(pc if innermost else pc - 1, 1) is None:
+            name += (" [its code cannot be read: a core file without it? LLDB's "
+                     "`process save-core --style full` keeps it]")
+        if result is None or result.ends_walk:
+            reason = result.stop_reason if result is not None else reason
+            self.out.append(Frame(pc=pc, name=f"{name} {walk_stopped(reason)}"))
+            return None
+        self.out.append(Frame(pc=pc, name=name))
+        caller = {k: v for k, v in registers.items() if k in CALLEE_SAVED}
+        if ctx.in_trace():
+            caller = {}
+        caller.update(result.saved)
+        caller["rip"], caller["rsp"] = result.caller_pc, result.caller_sp
+        return result.caller_pc, result.caller_sp, caller
+
+    def cfi_step(self, pc: int, registers: Dict[str, int]) -> Optional[Dict[str, int]]:
+        """The caller's registers from the .eh_frame of the file holding ``pc - 1``."""
+        address = self.target.ResolveLoadAddress(pc - 1)
+        module = address.GetModule()
+        if not module.IsValid():
+            return None
+        path = module.GetFileSpec().fullpath
+        file_pc = address.GetFileAddress()
+        if not path or file_pc == lldb.LLDB_INVALID_ADDRESS:
+            return None
+        try:
+            return unwind_with_cfi(self.memory, path, file_pc, registers)
+        except Exception:
+            return None
+
+    def native_step(self, pc, sp, registers):
+        """A native frame LLDB did not give us: keep it, go on by its frame pointer."""
+        self.out.append(Frame(pc=pc))
+        name = self.function_name(pc - 1)
+        if name == "main":  # like GDB's "backtrace past-main off"
+            return None
+        caller = self.cfi_step(pc, registers)
+        if caller == {}:  # the outermost frame (_start, a thread's start routine)
+            return None
+        if caller is not None:
+            if caller["rsp"] <= sp or caller["rip"] < 16:
+                self.out.append(Frame(name=walk_stopped(
+                    f"the call frame information of {name or hex(pc)} gives a caller "
+                    f"at {caller['rsp']:#x}, not above its sp {sp:#x}")))
+                return None
+            return caller["rip"], caller["rsp"], caller
+        start = self.function_start(pc - 1)
+        code = self.memory.try_read(start, 8) if start is not None else None
+        rbp = registers.get("rbp")
+        if code is None or not starts_frame_pointer(code):
+            self.out.append(Frame(name=walk_stopped(
+                f"{name or hex(pc)} keeps no frame pointer and LLDB cannot unwind it "
+                f"from registers found through JIT code")))
+            return None
+        if rbp is None or rbp % 8 or not sp <= rbp < sp + (16 << 20):
+            self.out.append(Frame(name=walk_stopped(
+                f"no frame pointer known for {name or hex(pc)}")))
+            return None
+        caller_pc = self.memory.try_read_u64(rbp + 8)
+        saved_rbp = self.memory.try_read_u64(rbp)
+        if caller_pc is None or saved_rbp is None or caller_pc < 16:
+            self.out.append(Frame(name=walk_stopped(
+                f"cannot read the frame of {name or hex(pc)} at {rbp:#x}")))
+            return None
+        return caller_pc, rbp + 16, {"rip": caller_pc, "rsp": rbp + 16, "rbp": saved_rbp}

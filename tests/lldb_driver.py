@@ -1,0 +1,137 @@
+"""Drive LLDB 23 (the venv's lldb-for-pwndbg) through its SB API in a subprocess.
+
+``lldb -b`` stops running ``-o`` commands once the process stops on a signal, so tests
+run this file with the venv's Python instead: it creates a debugger, imports
+lldb_init.py, loads the program (or a core), runs each command with HandleCommand and
+prints ``(lldb) COMMAND`` followed by what the command printed.
+
+As a library: ``run_lldb(commands, program=..., core=...)`` returns that transcript.
+"""
+
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Optional, Sequence
+
+REPO = Path(__file__).resolve().parent.parent
+LLDB_INIT = REPO / "lldb_init.py"
+VENV_PYTHON = REPO / ".venv" / "bin" / "python"
+LLDB_TIMEOUT = 300
+# A pseudo-command: wait (at most a few seconds) until the frame provider is on the
+# target; it is registered from a listener thread when a core file is loaded.
+WAIT_FOR_PROVIDER = "#wait-for-provider"
+# A pseudo-command: ``frame select N`` on every frame of the selected thread.
+SELECT_EVERY_FRAME = "#select-every-frame"
+
+
+def lldb_server() -> str:
+    """lldb-for-pwndbg's lldb-server, which launching a process from Python needs."""
+    found = glob.glob(str(REPO / ".venv" / "lib" / "python3*" / "site-packages" /
+                          "lldb_for_pwndbg" / "_vendor" / "bin" / "lldb-server"))
+    assert found, "lldb-for-pwndbg is not installed in .venv: run `make venv`"
+    return found[0]
+
+
+def run_lldb(commands: Sequence[str], program: Sequence[str] = (),
+             core: Optional[Path] = None, plugin: bool = True) -> str:
+    """Run ``commands`` in LLDB on ``program`` (path and arguments) or on ``core``."""
+    spec = {"commands": list(commands), "program": [str(p) for p in program],
+            "core": str(core) if core else None, "plugin": plugin}
+    env = dict(os.environ, LLDB_DEBUGSERVER_PATH=lldb_server())
+    for name in ("PYTHONHOME", "PYTHONPATH"):
+        env.pop(name, None)
+    result = subprocess.run([str(VENV_PYTHON), __file__, json.dumps(spec)],
+                            capture_output=True, text=True, timeout=LLDB_TIMEOUT,
+                            stdin=subprocess.DEVNULL, env=env)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, f"LLDB's process died ({result.returncode}):\n{output}"
+    assert "Traceback" not in output, output
+    return output
+
+
+@dataclass
+class LldbFrame:
+    level: int
+    function: str  # the function's name without module and arguments, or a JIT name
+    line: str
+
+
+_FRAME = re.compile(r"^\s*\*?\s*frame #(\d+): (?:0x[0-9a-f]+ )?(.*)$")
+
+
+def _function(text: str) -> str:
+    if text.startswith("["):  # a JIT frame's name: "[jit 0x...+0x...] [synthetic]"
+        return text
+    text = text.split("`", 1)[-1]
+    return re.split(r"[( ]", text, 1)[0] if text else "??"
+
+
+def parse_lldb_backtrace(output: str) -> List[LldbFrame]:
+    """Frames of the last ``bt`` in ``output``."""
+    frames: List[LldbFrame] = []
+    for line in output.splitlines():
+        match = _FRAME.match(line)
+        if match is None:
+            continue
+        level = int(match.group(1))
+        if level == 0:
+            frames = []
+        frames.append(LldbFrame(level, _function(match.group(2).strip()), line))
+    return frames
+
+
+def _main(spec) -> None:
+    import time
+
+    import lldb
+
+    debugger = lldb.SBDebugger.Create()
+    debugger.SetAsync(False)
+    interpreter = debugger.GetCommandInterpreter()
+
+    def run(command: str) -> None:
+        print(f"(lldb) {command}", flush=True)
+        if command == WAIT_FOR_PROVIDER:
+            for _ in range(100):
+                result = lldb.SBCommandReturnObject()
+                interpreter.HandleCommand("target frame-provider list", result)
+                if "JitFrameProvider" in result.GetOutput():
+                    return
+                time.sleep(0.05)
+            print("no frame provider after 5 s")
+            return
+        if command == SELECT_EVERY_FRAME:
+            thread = debugger.GetSelectedTarget().GetProcess().GetSelectedThread()
+            count = thread.GetNumFrames()
+            print(f"selecting {count} frames")
+            for index in range(count):
+                run(f"frame select {index}")
+            return
+        result = lldb.SBCommandReturnObject()
+        interpreter.HandleCommand(command, result)
+        print(result.GetOutput() + result.GetError(), flush=True)
+
+    if spec["plugin"]:
+        run(f"command script import {LLDB_INIT}")
+    program = spec["program"]
+    if spec["core"]:
+        run(f"target create --core {spec['core']} {program[0]}")
+    elif program:
+        run(f"file {program[0]}")
+        if len(program) > 1:
+            run("settings set -- target.run-args " + " ".join(program[1:]))
+    for command in spec["commands"]:
+        run(command)
+    process = debugger.GetSelectedTarget().GetProcess()
+    if process.IsValid() and not spec["core"]:
+        process.Kill()
+    lldb.SBDebugger.Destroy(debugger)
+
+
+if __name__ == "__main__":
+    _main(json.loads(sys.argv[1]))
