@@ -150,6 +150,7 @@ def native_frames(thread: "lldb.SBThread", regions) -> Tuple[List[NativeFrame], 
                 symbol.GetName() if symbol.IsValid() else "") or ""
             native = _native_frame(level, step.pc, name, regions, context.GetLineEntry())
         if native is not None:
+            native.stop_reason = reason  # marked as bt marks it, after the name
             frames.append(native)
     return frames, reason
 
