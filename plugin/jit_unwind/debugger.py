@@ -91,7 +91,8 @@ class Process:
         raise NotImplementedError
 
     def connection(self) -> str:
-        """"native" (a live local process), "core" or anything else (remote)."""
+        """"native" (a live local process), "core" (an ELF core file), "minidump" (a
+        core whose mappings the debugger lists) or anything else (remote)."""
         raise NotImplementedError
 
     def core_file(self) -> Optional[str]:

@@ -97,6 +97,17 @@ class StopCache:
             self._memo[key] = compute()
         return self._memo[key]
 
+    def per_stop(self, key, compute):
+        """``compute()``, once per stop: for what an adapter computes once per stop (a
+        thread's walk through JIT code that its debugger's frames are built from)."""
+        self.check_process()
+        return self._cached(("adapter", key), compute)
+
+    def known(self, key):
+        """What :meth:`per_stop` computed for ``key`` this stop, else None."""
+        self.check_process()
+        return self._memo.get(("adapter", key))
+
     # Symbols --------------------------------------------------------------------------
 
     def lookup_symbol(self, name: str, debug_info: bool = True) -> Optional[int]:
@@ -207,3 +218,23 @@ def _with(runtime, offsets):
         return executor_layout(runtime.version).with_offsets("DWARF", **offsets)
     except CPythonError:
         return None
+
+
+class StopCaches:
+    """One StopCache per process, for a debugger that hands out several processes (LLDB:
+    one per target); ``key`` identifies the process for its whole life, and each cache
+    drops its contents when its process's :meth:`~debugger.Process.key` changes."""
+
+    MAX_PROCESSES = 16
+
+    def __init__(self) -> None:
+        self._caches: Dict[object, StopCache] = {}
+
+    def get(self, key, make_process) -> StopCache:
+        """The cache of the process ``key``; ``make_process()`` wraps it the first time."""
+        cache = self._caches.get(key)
+        if cache is None:
+            if len(self._caches) >= self.MAX_PROCESSES:  # processes long gone
+                self._caches.clear()
+            cache = self._caches[key] = StopCache(make_process())
+        return cache

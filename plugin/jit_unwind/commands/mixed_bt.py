@@ -15,8 +15,9 @@ HELP = """Print the mixed native and Python stack of the selected thread.
 Usage: py-mixed-bt [--all-threads] [--json] [--python-only]
 
 Each native frame is followed by the Python frames it is running (function, file and
-line), indented and marked [py]; JIT frames are named and marked as in "bt".  Only
-memory is read: nothing runs in the program, so this works on core files too.
+line), indented and marked [py]; JIT frames are named and marked as in "bt".  In a
+program without CPython, the native frames alone.  Only memory is read: nothing runs in
+the program, so this works on core files too.
 
   --all-threads, -a   every thread, with its Python thread name and which one holds
                       the GIL
@@ -49,16 +50,17 @@ def py_mixed_bt(process: Process, cache: StopCache, argv: List[str],
     if process.pid() is None:
         raise CommandError("py-mixed-bt: no process: run a program or load a core file first.")
     runtime, reason = cache.python_runtime()
-    if runtime is None:
+    if runtime is None and (options.python_only or cache.is_python_process()):
         raise CommandError(f"py-mixed-bt: {reason}")
     with process.keep_selection():
         threads = process.threads() if options.all_threads else [process.selected_thread()]
         try:
-            names = read_thread_names(runtime)
+            names = read_thread_names(runtime) if runtime is not None else {}
         except Exception:  # names are a bonus
             names = {}
         mixed = [_mixed_thread(thread, cache, options.python_only, names)
                  for thread in threads if thread is not None]
     if options.json:
-        return to_json(mixed, str(runtime.version), options.python_only)
+        return to_json(mixed, str(runtime.version) if runtime is not None else None,
+                       options.python_only)
     return render_text(mixed, options.python_only, show_method)

@@ -5,6 +5,7 @@ message where the core shows it.  A GdbFrame lives for one stop only.
 """
 
 import contextlib
+import os
 import re
 from typing import List, Optional
 
@@ -44,6 +45,14 @@ def gdb_stop_reason(frame) -> str:
     return text
 
 
+def source_path(symtab) -> str:
+    try:
+        name = symtab.fullname()
+    except gdb.error:
+        name = None
+    return os.path.normpath(name or symtab.filename)
+
+
 class GdbFrame(Frame):
     def __init__(self, frame, level: int):
         self.inner = frame
@@ -69,10 +78,13 @@ class GdbFrame(Frame):
             return None
 
     def source(self):
+        """The file as a normalised absolute path where GDB knows its directory (LLDB's
+        adapter gives the same path for the same DWARF; GDB's ``bt`` shows the name the
+        line table has, often relative to the compilation directory)."""
         try:
             sal = self.inner.find_sal()  # GDB looks a caller's line up at pc - 1 itself
             if sal.symtab is not None:
-                return sal.symtab.filename, sal.line or None
+                return source_path(sal.symtab), sal.line or None
         except gdb.error:
             pass
         return None

@@ -1,16 +1,16 @@
-"""``jit-regions`` and ``py-mixed-bt`` for LLDB (``command script add -c``)."""
+"""``jit-regions``, ``py-mixed-bt`` and ``jit-unwind`` (settings) for LLDB: the core's
+commands (``jit_unwind.commands``) registered with ``command script add -c``."""
 
-import argparse
 import shlex
 
 import lldb
 
-from ..cpython.thread_names import read_thread_names
-from ..render import region_table
-from ..render_mixed import render_text, to_json
-from .python import add_runtime_regions, mixed_threads, python_runtime
+from ..commands import CommandError
+from ..commands.jit_regions import HELP as JIT_REGIONS_HELP, jit_regions
+from ..commands.mixed_bt import HELP as MIXED_BT_HELP, py_mixed_bt
 from .registration import ensure_provider
-from .state import region_map
+from .settings import SETTINGS, set_setting, show_method
+from .state import cache_for
 
 
 def long_help(doc: str) -> str:
@@ -32,121 +32,108 @@ def long_help(doc: str) -> str:
     return "\n\n".join(paragraphs)
 
 
-def _process(exe_ctx, result):
+def _lldb_help(text: str) -> str:
+    """The core's help, with GDB's command names as LLDB spells them."""
+    return text.replace("info jit-regions", "jit-regions").replace(
+        "GDB's JIT interface", "the GDB JIT interface")
+
+
+def _cache(exe_ctx):
+    """The StopCache of the command's process (None without one)."""
     process = exe_ctx.GetProcess()
-    if not process.IsValid() or process.GetProcessID() in (0, lldb.LLDB_INVALID_PROCESS_ID):
-        result.SetError("No process: launch a program or load a core file first.")
+    if not process.IsValid():
         return None
     ensure_provider(exe_ctx.GetTarget())
-    return process
+    return cache_for(process)
 
 
-class JitRegions:
-    """List the JIT code regions of the current process.
+class _Command:
+    """A core command: ``run(cache, command)`` returns the text; CommandError is the
+    user's error; nothing else leaves as a traceback."""
 
-Usage: jit-regions
-
-Shows anonymous executable mappings (from /proc/PID/maps for a live process, from the
-load segments of a core file) and entries of the perf map /tmp/perf-PID.map, one row
-each: start, end, size, source and name."""
+    HELP = ""
+    NAME = ""
 
     def __init__(self, debugger, internal_dict):
         pass
 
     def get_short_help(self):
-        return "List the JIT code regions of the current process."
+        return _lldb_help(self.HELP).strip().splitlines()[0]
 
     def get_long_help(self):
-        return long_help(self.__doc__)
+        return long_help(_lldb_help(self.HELP))
 
     def __call__(self, debugger, command, exe_ctx, result):
         try:
-            if command.strip():
-                result.SetError("jit-regions takes no arguments.")
-                return
-            process = _process(exe_ctx, result)
-            if process is None:
-                return
-            regions, problem = region_map(process)
-            if regions.has_jit():
-                add_runtime_regions(exe_ctx.GetTarget(), process, regions)
-            if problem:
-                result.AppendMessage(f"warning: {problem}")
-            result.AppendMessage(region_table(regions.listing()))
+            cache = _cache(exe_ctx)
+            if cache is None:
+                raise CommandError(f"{self.NAME}: no process: launch a program or load a "
+                                   "core file first.")
+            result.AppendMessage(self.run(cache, command))
+        except CommandError as error:
+            result.SetError(_lldb_help(str(error)))
         except Exception as error:  # never a traceback
-            result.SetError(f"jit-regions: cannot list the JIT regions: {error}")
+            result.SetError(f"{self.NAME}: {error}")
 
 
-class _ParseError(Exception):
-    pass
+class JitRegions(_Command):
+    HELP = JIT_REGIONS_HELP
+    NAME = "jit-regions"
+
+    def run(self, cache, command):
+        return jit_regions(cache.process, cache, command)
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        raise _ParseError(f"py-mixed-bt: {message}. Try \"help py-mixed-bt\".")
+class PyMixedBt(_Command):
+    HELP = MIXED_BT_HELP
+    NAME = "py-mixed-bt"
+
+    def run(self, cache, command):
+        try:
+            argv = shlex.split(command)
+        except ValueError as error:
+            raise CommandError(f"py-mixed-bt: {error}") from None
+        return py_mixed_bt(cache.process, cache, argv, show_method())
 
 
-PARSER = _Parser(prog="py-mixed-bt", add_help=False)
-PARSER.add_argument("--all-threads", "-a", action="store_true")
-PARSER.add_argument("--json", action="store_true")
-PARSER.add_argument("--python-only", "-p", action="store_true")
+JIT_UNWIND_HELP = """Show or change the settings of jit-unwind, which unwinds and names JIT frames.
+
+Usage: jit-unwind [SETTING on|off]
+
+Without arguments, prints every setting and its value.
+
+""" + "\n".join(f"  {name:<14} {text}" for name, (_value, text) in SETTINGS.items())
 
 
-class PyMixedBt:
-    """Print the mixed native and Python stack of the selected thread.
-
-Usage: py-mixed-bt [--all-threads] [--json] [--python-only]
-
-Each native frame is followed by the Python frames it is running (function, file and
-line), indented and marked [py]; JIT frames are named as in "bt".  Only memory is read:
-nothing runs in the program, so this works on core files too.
-
-  --all-threads, -a   every thread, with its Python thread name and which one holds
-                      the GIL
-  --json              one JSON document (schema: docs/py-mixed-bt.schema.json)
-  --python-only, -p   only the Python frames, like py-bt; fast, no native unwinding"""
-
-    def __init__(self, debugger, internal_dict):
-        pass
-
-    def get_short_help(self):
-        return "Print the mixed native and Python stack of the selected thread."
-
-    def get_long_help(self):
-        return long_help(self.__doc__)
+class JitUnwindSettings(_Command):
+    HELP = JIT_UNWIND_HELP
+    NAME = "jit-unwind"
 
     def __call__(self, debugger, command, exe_ctx, result):
         try:
-            options = PARSER.parse_args(shlex.split(command))
-            process = _process(exe_ctx, result)
-            if process is None:
-                return
-            target = exe_ctx.GetTarget()
-            runtime, reason = python_runtime(target, process)
-            if runtime is None:
-                result.SetError(f"py-mixed-bt: {reason}")
-                return
-            selected = process.GetSelectedThread()
-            threads = list(process) if options.all_threads else [selected]
-            try:
-                names = read_thread_names(runtime)
-            except Exception:  # names are a bonus
-                names = {}
-            mixed = mixed_threads(target, process, runtime, threads, options.python_only,
-                                  names)
-            if options.json:
-                result.AppendMessage(to_json(mixed, str(runtime.version), options.python_only))
-            else:
-                result.AppendMessage(render_text(mixed, options.python_only))
-        except _ParseError as error:
+            result.AppendMessage(self.run(None, command))
+        except CommandError as error:
             result.SetError(str(error))
-        except Exception as error:  # never a traceback
-            result.SetError(f"py-mixed-bt: {error}")
+
+    def run(self, cache, command):
+        words = command.split()
+        if not words:
+            return "\n".join(f"{name}: {'on' if value else 'off'}"
+                             for name, (value, _text) in SETTINGS.items())
+        if len(words) != 2 or words[0] not in SETTINGS or words[1] not in ("on", "off"):
+            raise CommandError("usage: jit-unwind [SETTING on|off], SETTING one of "
+                               + ", ".join(SETTINGS) + '. Try "help jit-unwind".')
+        set_setting(words[0], words[1] == "on")
+        return f"{words[0]}: {words[1]}"
+
+
+COMMANDS = (("jit-regions", "JitRegions"), ("py-mixed-bt", "PyMixedBt"),
+            ("jit-unwind", "JitUnwindSettings"))
 
 
 def add_commands(debugger) -> None:
     interpreter = debugger.GetCommandInterpreter()
-    for name, cls in (("jit-regions", "JitRegions"), ("py-mixed-bt", "PyMixedBt")):
+    for name, cls in COMMANDS:
         result = lldb.SBCommandReturnObject()
         interpreter.HandleCommand(
             f"command script add -o -c jit_unwind.lldb.commands.{cls} {name}", result)

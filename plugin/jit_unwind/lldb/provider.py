@@ -1,32 +1,43 @@
-"""LLDB 22+ scripted frame provider: LLDB's frames, with JIT frames unwound and named.
+"""LLDB 22+ scripted frame provider: LLDB's frames, with JIT frames unwound and named,
+and the Python frames each eval-loop and JIT frame runs.
 
-LLDB rebuilds providers at every stop, the dynamic loader's internal stops included:
-without JIT code in the process, every index maps straight to LLDB's own frame.
-Synthetic frames carry a pc and a name but no register context (LLDB 23.1 crashes on
-``frame select`` of a scripted frame with one).
+LLDB rebuilds providers at every stop, the dynamic loader's internal stops included: a
+process with no JIT code and no CPython gets LLDB's own frames at once.  Otherwise the
+thread's walk (``walk.ThreadWalk``) is made once per stop and kept in the StopCache,
+where ``py-mixed-bt`` finds it; JIT frames are named and marked from what the walk
+recorded there (``stack.jit_label``), as GDB's ``bt`` names and marks them.
+
+Synthetic frames carry a pc (or none) and a name but no register context (LLDB 23.1
+crashes on ``frame select`` of a scripted frame with one), each with its own id.
 """
 
 import lldb
 from lldb.plugins.scripted_frame_provider import ScriptedFrameProvider
 from lldb.plugins.scripted_process import ScriptedFrame
 
-from ..frames import walk_stopped
-from .memory import LldbMemory
-from .python import add_runtime_regions
-from .state import region_map
+from .. import mixed
+from ..frames import marks, walk_stopped
+from ..stack import classify, jit_label
+from .debugger import PASSTHROUGH, build_frames, provider_walk_key
+from .settings import debug_log, setting, show_method
+from .state import cache_for
 from .walk import ThreadWalk
 
 MAX_INPUT_FRAMES = 20000
+UNREADABLE = ("[its code cannot be read: a core file without it? LLDB's "
+              "`process save-core --style full` keeps it]")
 
 
-class JitFrame(ScriptedFrame):
-    """A frame the walk found: ``pc`` (None for a note ending the walk) and a name."""
+class NamedFrame(ScriptedFrame):
+    """A frame the walk found (``pc``), a note ending the walk, or a Python frame (no
+    pc; ``source`` is its (file, line))."""
 
-    def __init__(self, thread, frame_id: int, pc, name):
+    def __init__(self, thread, frame_id: int, pc, name, source=None):
         super().__init__(thread, None)
         self.id = frame_id
         self.pc = pc
         self.name = name
+        self.source = source
 
     def get_id(self):
         return self.id
@@ -36,6 +47,18 @@ class JitFrame(ScriptedFrame):
 
     def get_function_name(self):
         return self.name
+
+    def get_symbol_context(self):
+        if self.source is None:
+            return None
+        filename, line = self.source
+        entry = lldb.SBLineEntry()
+        entry.SetFileSpec(lldb.SBFileSpec(filename, False))
+        if line:
+            entry.SetLine(line)
+        context = lldb.SBSymbolContext()
+        context.SetLineEntry(entry)
+        return context
 
     def is_artificial(self):
         return False
@@ -57,12 +80,12 @@ class JitFrameProvider(ScriptedFrameProvider):
 
     @staticmethod
     def get_description():
-        return "jit-unwind: unwinds and names JIT frames"
+        return "jit-unwind: unwinds and names JIT frames, adds Python frames"
 
     def get_frame_at_index(self, index):
         if self._frames is None:
             self._frames = self._build()
-        if self._frames is False:  # no JIT code: LLDB's own frames
+        if self._frames is False:  # no JIT code, no Python: LLDB's own frames
             return index if index < self.input_frames.GetSize() else None
         if index >= len(self._frames):
             return None
@@ -70,29 +93,69 @@ class JitFrameProvider(ScriptedFrameProvider):
 
     def _build(self):
         try:
-            process = self.thread.GetProcess()
-            regions, _problem = region_map(process)
-            if not regions.has_jit():
+            cache = cache_for(self.thread.GetProcess())
+            key = provider_walk_key(self.thread.GetThreadID())
+            python = setting("python-frames") and cache.is_python_process()
+            if not cache.regions().has_jit() and not python:
+                cache.per_stop(key, lambda: PASSTHROUGH)
                 return False
-            try:
-                add_runtime_regions(process.GetTarget(), process, regions)
-            except Exception:  # names are a bonus: unwind without them
-                pass
             count = min(self.input_frames.GetSize(), MAX_INPUT_FRAMES)
             inputs = [self.input_frames.GetFrameAtIndex(i) for i in range(count)]
-            walk = ThreadWalk(process.GetTarget(), LldbMemory(process), regions, inputs)
-            frames = walk.run()
+            steps = cache.per_stop(key, lambda: ThreadWalk(
+                cache.process.target, cache, inputs).run())
+            if steps is PASSTHROUGH:
+                return False
+            return self._output(cache, steps, inputs, python)
         except Exception as error:  # never a traceback in a backtrace
-            return [self._note(0, walk_stopped(f"jit-unwind internal error: {error!r}"))]
+            debug_log(f"frame provider error: {error!r}")
+            return [NamedFrame(self.thread, 0, None,
+                               walk_stopped(f"jit-unwind internal error: {error!r}"))]
+
+    def _output(self, cache, steps, inputs, python: bool):
+        frames = build_frames(cache.process.target, steps, lambda step: inputs[step.index])
+        below = self._python_frames(cache, frames) if python else {}
         result = []
-        for position, frame in enumerate(frames):
-            if frame.index is not None:
-                result.append(frame.index)
-            elif frame.name is None:
-                result.append({"idx": position, "pc": frame.pc})
+        for step in steps:
+            step.position = len(result)
+            if step.index is not None:
+                result.append(step.index)
+            elif step.pc is None:
+                result.append(NamedFrame(self.thread, len(result), None,
+                                         walk_stopped(step.note)))
+            elif step.jit:
+                result.append(NamedFrame(self.thread, len(result), step.pc,
+                                         self._jit_name(cache, frames, step)))
             else:
-                result.append(JitFrame(self.thread, position, frame.pc, frame.name))
+                result.append({"idx": len(result), "pc": step.pc})
+            for frame in below.get(id(step), ()):
+                result.append(NamedFrame(self.thread, len(result), None,
+                                         f"[py] {frame.function}",
+                                         (frame.filename, frame.line)))
         return result
 
-    def _note(self, position, name):
-        return JitFrame(self.thread, position, None, name)
+    def _jit_name(self, cache, frames, step) -> str:
+        frame = next(f for f in frames if f.step is step)
+        label = jit_label(frame, step.pc, cache)
+        name = (label.name if label is not None and label.name else None) or \
+            f"[jit {step.pc:#x}]"
+        suffix = marks(label, show_method()) if label is not None else ""
+        parts = [name, suffix] if suffix else [name]
+        if step.unreadable:
+            parts.insert(1, UNREADABLE)
+        return " ".join(parts)
+
+    def _python_frames(self, cache, frames):
+        """id(step) -> the Python frames the core's merge puts under its frames."""
+        try:
+            thread = cache.python_thread(self.thread.GetThreadID())
+        except Exception as error:  # Python frames are a bonus
+            debug_log(f"cannot read Python frames: {error!r}")
+            return {}
+        if thread is None or not thread.frames:
+            return {}
+        below = {}
+        for item in mixed.mix([classify(frame, cache) for frame in frames], thread):
+            if item.python:
+                step = frames[item.native.level].step
+                below.setdefault(id(step), []).extend(item.python)
+        return below

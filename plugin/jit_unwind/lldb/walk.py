@@ -9,18 +9,17 @@ and ends with a reason otherwise.  After the last input frame LLDB gave up; if i
 caller (return address at CFA - 8) is JIT code, the walk goes on from there.
 """
 
-from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
 
 import lldb
 
-from ..frames import walk_stopped
-from ..naming import jit_frame_name
-from ..regions import RegionMap
-from ..target import Memory
+from ..model import Unwound
+from ..session import StopCache
 from ..unwind import UnwindContext, unwind_jit_frame
 from ..unwind.cfi import unwind_with_cfi
 from ..unwind.x86_64 import call_length_before, starts_frame_pointer
+from .settings import debug_log
 
 MAX_FRAMES = 20000  # a walk never emits more frames than this
 REGISTERS = ("rip", "rsp", "rbp", "rbx", "r12", "r13", "r14", "r15")
@@ -28,13 +27,21 @@ CALLEE_SAVED = ("rbp", "rbx", "r12", "r13", "r14", "r15")
 
 
 @dataclass
-class Frame:
-    """One output frame: an input frame (``index``), or a pc the walk found (``name``
-    for JIT frames, None for native ones LLDB symbolises), or a stop note (pc None)."""
+class Step:
+    """One frame of the walk: an input frame (``index``), or a frame the walk found at
+    ``pc``/``sp`` (``jit``: JIT code, named from the regions; else native code LLDB
+    symbolises), or (``pc`` None) a ``note``: why the walk ended after the frame before.
+    What the unwinder found for a JIT frame is in the StopCache (``cache.record``).
+    ``position``: where the frame provider put it among the thread's frames."""
 
     index: Optional[int] = None
     pc: Optional[int] = None
-    name: Optional[str] = None
+    sp: Optional[int] = None
+    jit: bool = False
+    registers: Dict[str, int] = field(default_factory=dict)
+    note: str = ""
+    unreadable: bool = False  # JIT code the core file lacks
+    position: Optional[int] = None
 
 
 def frame_registers(frame: "lldb.SBFrame") -> Dict[str, int]:
@@ -50,21 +57,23 @@ def frame_registers(frame: "lldb.SBFrame") -> Dict[str, int]:
 
 
 class ThreadWalk:
-    def __init__(self, target: "lldb.SBTarget", memory: Memory, regions: RegionMap,
-                 input_frames, past_native_end: bool = False):
+    def __init__(self, target: "lldb.SBTarget", cache: StopCache, input_frames,
+                 past_native_end: bool = False):
         """``past_native_end``: also go on after LLDB's last frame when its caller is
-        native code (LLDB 19 gives up on some callers of frames it unwound)."""
+        native code (LLDB 19 gives up on some callers of frames it unwound).  What the
+        walk unwinds it records in ``cache``, as GDB's unwinder does."""
         self.past_native_end = past_native_end
         self.target = target
-        self.memory = memory
-        self.regions = regions
+        self.cache = cache
+        self.memory = cache.process.memory
+        self.regions = cache.regions()  # named (executors read) once JIT code is met
         self.inputs = input_frames  # list of SBFrame
         self.count = len(input_frames)
         # (pc, sp) -> index of the first input frame at or after where we are
         self.by_pc_sp = {}
         for index, frame in enumerate(input_frames):
             self.by_pc_sp.setdefault((frame.GetPC(), frame.GetSP()), index)
-        self.out: List[Frame] = []
+        self.out: List[Step] = []
 
     # -- symbols -----------------------------------------------------------------
     def function_start(self, address: int) -> Optional[int]:
@@ -88,10 +97,10 @@ class ThreadWalk:
     def is_jit(self, pc: int, innermost: bool) -> bool:
         lookup = pc if innermost else pc - 1
         return self.regions.jit_region_at(lookup) is not None and \
-            not self.regions.is_registered(lookup)
+            not self.cache.named_regions().is_registered(lookup)
 
     # -- the walk ------------------------------------------------------------------
-    def run(self) -> List[Frame]:
+    def run(self) -> List[Step]:
         index = 0
         while index < self.count and len(self.out) < MAX_FRAMES:
             frame = self.inputs[index]
@@ -103,7 +112,7 @@ class ThreadWalk:
                     return self.out
                 index = resumed
                 continue
-            self.out.append(Frame(index=index))
+            self.out.append(Step(index=index))
             index += 1
         if self.count and self.out and self.out[-1].index == self.count - 1:
             self.after_last_input()
@@ -153,35 +162,36 @@ class ThreadWalk:
                 return None
             pc, sp, registers = step
             innermost = False
-        self.out.append(Frame(name=walk_stopped(f"more than {MAX_FRAMES} frames")))
+        self.out.append(Step(note=f"more than {MAX_FRAMES} frames"))
         return None
 
     def jit_step(self, pc, sp, registers, innermost):
-        regions = self.regions
-        ctx = UnwindContext(pc, sp, self.memory, regions, registers.get, innermost,
+        ctx = UnwindContext(pc, sp, self.memory, self.cache.named_regions(), registers.get,
+                            innermost,
                             self.function_start)
         try:
             result = unwind_jit_frame(ctx)
         except Exception as error:  # never a traceback in a backtrace
-            result = None
-            reason = f"internal error: {error!r}"
-        name = jit_frame_name(regions, pc, innermost) or f"[jit {pc:#x}]"
-        if result is not None and result.guess:
-            name += " [guess: found by stack scan]"
-        if self.memory.try_read(pc if innermost else pc - 1, 1) is None:
-            name += (" [its code cannot be read: a core file without it? LLDB's "
-                     "`process save-core --style full` keeps it]")
-        if result is None or result.ends_walk:
-            reason = result.stop_reason if result is not None else reason
-            self.out.append(Frame(pc=pc, name=f"{name} {walk_stopped(reason)}"))
+            result = Unwound("none", stop_reason=f"internal error: {error!r}")
+        self.cache.record(pc, sp, result)
+        debug_log(lambda: f"frame #{len(self.out)} pc={pc:#x} sp={sp:#x}: {result}")
+        unreadable = self.memory.try_read(pc if innermost else pc - 1, 1) is None
+        self.out.append(Step(pc=pc, sp=sp, jit=True, registers=dict(registers),
+                             unreadable=unreadable))
+        if result.ends_walk:
             return None
-        self.out.append(Frame(pc=pc, name=name))
         caller = {k: v for k, v in registers.items() if k in CALLEE_SAVED}
         if ctx.in_trace():
             caller = {}
         caller.update(result.saved)
         caller["rip"], caller["rsp"] = result.caller_pc, result.caller_sp
         return result.caller_pc, result.caller_sp, caller
+
+    def stop(self, pc: int, sp: int, reason: str) -> None:
+        """The walk ends after the native frame at ``pc``/``sp``, for ``reason``: kept in
+        the cache as GDB's own reasons are, for py-mixed-bt."""
+        self.cache.debugger_stops[(pc, sp)] = reason
+        self.out.append(Step(note=reason))
 
     def cfi_step(self, pc: int, registers: Dict[str, int]) -> Optional[Dict[str, int]]:
         """The caller's registers from the .eh_frame of the file holding ``pc - 1``."""
@@ -199,8 +209,9 @@ class ThreadWalk:
             return None
 
     def native_step(self, pc, sp, registers):
-        """A native frame LLDB did not give us: keep it, go on by its frame pointer."""
-        self.out.append(Frame(pc=pc))
+        """A native frame LLDB did not give us: keep it, go on by its .eh_frame, else its
+        frame pointer."""
+        self.out.append(Step(pc=pc, sp=sp, registers=dict(registers)))
         name = self.function_name(pc - 1)
         if name == "main":  # like GDB's "backtrace past-main off"
             return None
@@ -209,27 +220,23 @@ class ThreadWalk:
             return None
         if caller is not None:
             if caller["rsp"] <= sp or caller["rip"] < 16:
-                self.out.append(Frame(name=walk_stopped(
-                    f"the call frame information of {name or hex(pc)} gives a caller "
-                    f"at {caller['rsp']:#x}, not above its sp {sp:#x}")))
+                self.stop(pc, sp, f"the call frame information of {name or hex(pc)} gives "
+                                  f"a caller at {caller['rsp']:#x}, not above its sp {sp:#x}")
                 return None
             return caller["rip"], caller["rsp"], caller
         start = self.function_start(pc - 1)
         code = self.memory.try_read(start, 8) if start is not None else None
         rbp = registers.get("rbp")
         if code is None or not starts_frame_pointer(code):
-            self.out.append(Frame(name=walk_stopped(
-                f"{name or hex(pc)} keeps no frame pointer and LLDB cannot unwind it "
-                f"from registers found through JIT code")))
+            self.stop(pc, sp, f"{name or hex(pc)} keeps no frame pointer and LLDB cannot "
+                              f"unwind it from registers found through JIT code")
             return None
         if rbp is None or rbp % 8 or not sp <= rbp < sp + (16 << 20):
-            self.out.append(Frame(name=walk_stopped(
-                f"no frame pointer known for {name or hex(pc)}")))
+            self.stop(pc, sp, f"no frame pointer known for {name or hex(pc)}")
             return None
         caller_pc = self.memory.try_read_u64(rbp + 8)
         saved_rbp = self.memory.try_read_u64(rbp)
         if caller_pc is None or saved_rbp is None or caller_pc < 16:
-            self.out.append(Frame(name=walk_stopped(
-                f"cannot read the frame of {name or hex(pc)} at {rbp:#x}")))
+            self.stop(pc, sp, f"cannot read the frame of {name or hex(pc)} at {rbp:#x}")
             return None
         return caller_pc, rbp + 16, {"rip": caller_pc, "rsp": rbp + 16, "rbp": saved_rbp}

@@ -13,6 +13,11 @@ from .perfmap import read_perf_map
 from .procmaps import read_proc_maps
 
 
+# Connections that are a dump of a process: "core" (an ELF core file, whose load
+# segments are read here) and "minidump" (whose mappings the debugger lists).
+CORE_KINDS = ("core", "minidump")
+
+
 def _mappings(process, kind: str) -> Tuple[List[Mapping], List[int], str]:
     """Mappings, starts of anonymous executable mappings that are not JIT code, and a
     problem description ("" when fine)."""
@@ -30,6 +35,8 @@ def _mappings(process, kind: str) -> Tuple[List[Mapping], List[int], str]:
         return mappings, [vdso] if vdso else [], ""
     if kind == "native":  # /proc of a local process: more than the debugger lists
         return read_proc_maps(process.pid()), [], ""
+    # A remote process, or a core the debugger lists the mappings of (a minidump carries
+    # the process's /proc/PID/maps).
     return process.debugger_mappings(), [], ""
 
 
@@ -41,7 +48,7 @@ def build_region_map(process) -> Tuple[RegionMap, str]:
     kind = process.connection()
     mappings, not_jit, problem = _mappings(process, kind)
     return RegionMap(mappings, read_perf_map(pid), (), not_jit,
-                     source="core" if kind == "core" else "maps"), problem
+                     source="core" if kind in CORE_KINDS else "maps"), problem
 
 
 def jit_interface_regions(process, mappings) -> List[Region]:

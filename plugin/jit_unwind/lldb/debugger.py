@@ -1,0 +1,368 @@
+"""The core's debugger interface (``jit_unwind.debugger``) over LLDB's SB objects.
+
+A thread's frames are those of its walk (``walk.ThreadWalk``): LLDB's own frames while
+they are right, then the frames found through JIT code.  On LLDB 22+ the frame provider
+made that walk for the stop and kept it in the StopCache; on LLDB 19 (no providers) it
+is made here over LLDB's frames.  Native frames the walk found are expanded into their
+inlined functions at pc - 1, as GDB and LLDB list a caller.  The list ends at ``main``
+as GDB's ``backtrace past-main off`` does, so that both debuggers give the same stack.
+
+No LLDB error leaves this module: methods return None, or raise DebuggerError.
+"""
+
+import contextlib
+import os
+import sys
+from typing import Dict, List, Optional, Tuple
+
+import lldb
+
+from ..debugger import DebuggerError, Frame, Process, Thread
+from ..regions import Mapping
+from ..session import StopCache
+from .memory import LldbMemory
+from .walk import MAX_FRAMES, Step, ThreadWalk
+
+MAX_REGIONS = 100_000
+MAX_INLINE_DEPTH = 64
+
+
+def _unsigned(value: "lldb.SBValue") -> Optional[int]:
+    if value is None or not value.IsValid():
+        return None
+    error = lldb.SBError()
+    number = value.GetValueAsUnsigned(error, 0)
+    return number if error.Success() else None
+
+
+def _file_name(spec: "lldb.SBFileSpec") -> Optional[str]:
+    """A source file's path, normalised ("a/./b/../c" -> "a/c"); GDB's adapter gives the
+    same for the same DWARF."""
+    if spec is None or not spec.IsValid():
+        return None
+    path = spec.fullpath
+    return os.path.normpath(path) if path else None
+
+
+def _line_of(entry: "lldb.SBLineEntry") -> Optional[Tuple[str, Optional[int]]]:
+    if entry is None or not entry.IsValid():
+        return None
+    name = _file_name(entry.GetFileSpec())
+    return (name, entry.GetLine() or None) if name else None
+
+
+def provider_walk_key(thread_id: int) -> tuple:
+    """Where the frame provider keeps a thread's walk in the StopCache (per_stop)."""
+    return ("lldb-walk", thread_id)
+
+
+class LldbFrame(Frame):
+    """One native frame: an LLDB frame (``sbframe``), or one the walk found (``pc``,
+    ``sp``, registers, and the name and source LLDB's symbols give at pc - 1)."""
+
+    def __init__(self, level: int, step: Step, sbframe=None, pc: Optional[int] = None,
+                 name: Optional[str] = None, source=None, frames=None):
+        self._level = level
+        self.step = step
+        self.sbframe = sbframe
+        self._pc = pc
+        self._name = name
+        self._source = source
+        self._frames = frames  # the thread's list, for older()
+        self.end_reason = ""  # why the walk ended after this frame (the last one)
+
+    @property
+    def level(self) -> int:
+        return self._level
+
+    def pc(self) -> int:
+        if self.sbframe is None:
+            if self._pc is None:
+                raise DebuggerError("PC not available")
+            return self._pc
+        # The concrete frame's pc: LLDB gives a frame holding inlined code the start of
+        # the inlined block; GDB (and the registers) the return address.
+        pc = _unsigned(self.sbframe.FindRegister("rip"))
+        if pc is None:
+            pc = self.sbframe.GetPC()
+        if pc in (None, lldb.LLDB_INVALID_ADDRESS):
+            raise DebuggerError("PC not available")
+        return pc
+
+    def sp(self) -> Optional[int]:
+        if self.sbframe is None:
+            return self.step.sp
+        sp = self.sbframe.GetSP()
+        return sp if sp not in (0, lldb.LLDB_INVALID_ADDRESS) else None
+
+    def function_name(self) -> Optional[str]:
+        if self.sbframe is None:
+            return self._name
+        try:
+            return self.sbframe.GetFunctionName() or None
+        except Exception:
+            return None
+
+    def source(self):
+        if self.sbframe is None:
+            return self._source
+        return _line_of(self.sbframe.GetLineEntry())
+
+    def register(self, name: str) -> Optional[int]:
+        if self.sbframe is None:
+            return self.step.registers.get(name)
+        return _unsigned(self.sbframe.FindRegister(name))
+
+    def interpreter_frame(self) -> Optional[int]:
+        if self.sbframe is None:
+            return None
+        try:
+            return _unsigned(self.sbframe.FindVariable("frame")) or None
+        except Exception:
+            return None
+
+    def older(self) -> Optional[Frame]:
+        if self.function_name() == "main":  # as GDB's "backtrace past-main off"
+            return None
+        frames = self._frames or []
+        index = self._level + 1
+        return frames[index] if index < len(frames) else None
+
+    def stop_reason(self) -> str:
+        return self.end_reason
+
+
+def _symbolised(target: "lldb.SBTarget", pc: int) -> List[Tuple[Optional[str], object]]:
+    """(name, (file, line) or None) of the functions at return address ``pc``, the
+    innermost inlined function first, as LLDB lists its own frames."""
+    address = target.ResolveLoadAddress(pc - 1)
+    context = target.ResolveSymbolContextForAddress(address, lldb.eSymbolContextEverything)
+    function, symbol = context.GetFunction(), context.GetSymbol()
+    outer = (function.GetName() if function.IsValid() else None) or (
+        symbol.GetName() if symbol.IsValid() else None)
+    block = context.GetBlock()
+    inlined = block.GetContainingInlinedBlock() if block.IsValid() else None
+    source = _line_of(context.GetLineEntry())
+    result = []
+    while inlined is not None and inlined.IsValid() and len(result) < MAX_INLINE_DEPTH:
+        result.append((inlined.GetInlinedName(), source))
+        call_file = _file_name(inlined.GetInlinedCallSiteFile())
+        source = (call_file, inlined.GetInlinedCallSiteLine() or None) if call_file else None
+        parent = inlined.GetParent()
+        inlined = parent.GetContainingInlinedBlock() if parent.IsValid() else None
+    result.append((outer, source))
+    return result
+
+
+def build_frames(target, steps: List[Step], sbframe_of) -> List[LldbFrame]:
+    """The thread's native frames from its walk: ``sbframe_of(step)`` is the LLDB frame of
+    an input step.  A note ending the walk becomes the last frame's ``end_reason``."""
+    frames: List[LldbFrame] = []
+    for step in steps:
+        if len(frames) >= MAX_FRAMES:
+            break
+        if step.pc is None and step.index is None:  # a note
+            if frames:
+                frames[-1].end_reason = step.note
+            continue
+        if step.index is not None:
+            frames.append(LldbFrame(len(frames), step, sbframe=sbframe_of(step),
+                                    frames=frames))
+        elif step.jit:
+            frames.append(LldbFrame(len(frames), step, pc=step.pc, frames=frames))
+        else:
+            for name, source in _symbolised(target, step.pc):
+                frames.append(LldbFrame(len(frames), step, pc=step.pc, name=name,
+                                        source=source, frames=frames))
+    return frames
+
+
+class LldbThread(Thread):
+    def __init__(self, process: "LldbProcess", thread: "lldb.SBThread"):
+        self.process = process
+        self.inner = thread
+        self.number = thread.GetIndexID()
+        self.native_id = thread.GetThreadID()
+        # A core file has no thread names (LLDB shows the process's for every thread),
+        # and GDB shows none there.
+        self.name = None if process.connection() in ("core", "minidump") else (
+            thread.GetName() or None)
+
+    def steps(self, cache: StopCache) -> Tuple[List[Step], bool]:
+        """This stop's walk of the thread, and whether its input frames are the thread's
+        frames (else: the provider's output frames, by ``position``)."""
+        key = provider_walk_key(self.native_id)
+        walk = cache.known(key)
+        if walk is None and hasattr(lldb.SBTarget, "RegisterScriptedFrameProvider"):
+            self.inner.GetNumFrames()  # the frame provider, when on, walks now
+            walk = cache.known(key)
+        if walk is not None:
+            return walk, False
+        # No provider ran (LLDB 19, or a stack listed before it was on): LLDB's frames.
+        count = min(self.inner.GetNumFrames(), MAX_FRAMES)
+        inputs = [self.inner.GetFrameAtIndex(i) for i in range(count)]
+        past_end = not hasattr(lldb.SBTarget, "RegisterScriptedFrameProvider")
+        walk = ThreadWalk(self.process.target, cache, inputs, past_native_end=past_end).run()
+        return walk, True
+
+    def frames(self, cache: StopCache) -> List[LldbFrame]:
+        steps, direct = self.steps(cache)
+        if steps is PASSTHROUGH:  # the provider kept LLDB's frames as they are
+            count = min(self.inner.GetNumFrames(), MAX_FRAMES)
+            steps, direct = [Step(index=i) for i in range(count)], True
+
+        def sbframe_of(step):
+            return self.inner.GetFrameAtIndex(step.index if direct else step.position)
+
+        return build_frames(self.process.target, steps, sbframe_of)
+
+    def newest_frame(self) -> Frame:
+        try:
+            frames = self.frames(self.process.cache())
+        except Exception as error:  # never an LLDB error through
+            raise DebuggerError(f"cannot list the frames: {error}") from None
+        if not frames:
+            raise DebuggerError("No stack.")
+        return frames[0]
+
+
+# What the provider records for a thread whose frames it left as LLDB made them.
+PASSTHROUGH = "lldb-frames"
+
+
+class LldbProcess(Process):
+    """One LLDB process (live, a core file, a minidump or remote)."""
+
+    debugger_name = "LLDB"
+
+    def __init__(self, process: "lldb.SBProcess", cache_of=None):
+        self.inner = process
+        self.target = process.GetTarget()
+        self.memory = LldbMemory(process)
+        self._cache_of = cache_of
+        self._offsets: Dict[Tuple[str, str], Optional[int]] = {}
+
+    def cache(self) -> StopCache:
+        return self._cache_of(self)
+
+    def pid(self) -> Optional[int]:
+        if not self.inner.IsValid():
+            return None
+        pid = self.inner.GetProcessID()
+        return pid if pid not in (0, lldb.LLDB_INVALID_PROCESS_ID) else None
+
+    def key(self) -> tuple:
+        return self.inner.GetUniqueID(), self.inner.GetStopID()
+
+    def connection(self) -> str:
+        plugin = self.inner.GetPluginName()
+        if plugin == "elf-core":
+            return "core"
+        if plugin == "minidump":
+            return "minidump"
+        if plugin == "gdb-remote":
+            pid = self.pid()
+            platform = self.target.GetPlatform()
+            local = platform.IsValid() and platform.GetName() == "host"
+            if local and pid is not None and os.path.exists(f"/proc/{pid}/maps"):
+                return "native"
+        return "remote"
+
+    def core_file(self) -> Optional[str]:
+        if self.inner.GetPluginName() != "elf-core":
+            return None
+        spec = self.inner.GetCoreFile()
+        return spec.fullpath if spec is not None and spec.IsValid() else None
+
+    def debugger_mappings(self) -> List[Mapping]:
+        """LLDB's memory region list (a minidump's is the process's /proc/PID/maps)."""
+        regions = self.inner.GetMemoryRegions()
+        mappings = []
+        for index in range(min(regions.GetSize(), MAX_REGIONS)):
+            info = lldb.SBMemoryRegionInfo()
+            if not regions.GetMemoryRegionAtIndex(index, info) or not info.IsMapped():
+                continue
+            perms = (("r" if info.IsReadable() else "-") + ("w" if info.IsWritable() else "-")
+                     + ("x" if info.IsExecutable() else "-") + "p")
+            mappings.append(Mapping(info.GetRegionBase(), info.GetRegionEnd(), perms,
+                                    info.GetName() or ""))
+        return mappings
+
+    def module_paths(self) -> List[str]:
+        return [module.GetFileSpec().fullpath or "" for module in self.target.module_iter()]
+
+    def threads(self) -> List[Thread]:
+        threads = [LldbThread(self, thread) for thread in self.inner]
+        return sorted(threads, key=lambda thread: thread.number)
+
+    def selected_thread(self) -> Optional[Thread]:
+        thread = self.inner.GetSelectedThread()
+        return LldbThread(self, thread) if thread.IsValid() else None
+
+    def symbol_address(self, name: str) -> Optional[int]:
+        try:
+            for context in self.target.FindSymbols(name):
+                symbol = context.GetSymbol()
+                if symbol.IsValid():
+                    address = symbol.GetStartAddress().GetLoadAddress(self.target)
+                    if address != lldb.LLDB_INVALID_ADDRESS:
+                        return address
+            for value in self.target.FindGlobalVariables(name, 1):
+                address = value.GetLoadAddress()
+                if address != lldb.LLDB_INVALID_ADDRESS:
+                    return address
+        except Exception:
+            pass
+        return None
+
+    def member_offset(self, type_name: str, member_path: str) -> Optional[int]:
+        key = (type_name, member_path)
+        if key not in self._offsets:  # a type's layout does not change: once per process
+            self._offsets[key] = self._member_offset(type_name, member_path)
+        return self._offsets[key]
+
+    def _member_offset(self, type_name: str, member_path: str) -> Optional[int]:
+        try:
+            current = self.target.FindFirstType(type_name)
+            if not current.IsValid():
+                return None
+            offset = 0
+            for member in member_path.split("."):
+                current = current.GetCanonicalType()
+                field = next((current.GetFieldAtIndex(i)
+                              for i in range(current.GetNumberOfFields())
+                              if current.GetFieldAtIndex(i).GetName() == member), None)
+                if field is None or not field.IsValid():
+                    return None
+                offset += field.GetOffsetInBytes()
+                current = field.GetType()
+            return offset
+        except Exception:
+            return None
+
+    def function_start(self, address: int) -> Optional[int]:
+        try:
+            symbol = self.target.ResolveLoadAddress(address).GetSymbol()
+            if not symbol.IsValid():
+                return None
+            start = symbol.GetStartAddress().GetLoadAddress(self.target)
+        except Exception:
+            return None
+        return start if start != lldb.LLDB_INVALID_ADDRESS else None
+
+    @contextlib.contextmanager
+    def keep_selection(self):
+        thread = self.inner.GetSelectedThread()
+        thread_id = thread.GetThreadID() if thread.IsValid() else None
+        frame = thread.GetSelectedFrame().GetFrameID() if thread.IsValid() else None
+        try:
+            yield
+        finally:
+            if thread_id is not None:
+                self.inner.SetSelectedThreadByID(thread_id)
+                thread = self.inner.GetThreadByID(thread_id)
+                if thread.IsValid() and frame is not None:
+                    thread.SetSelectedFrame(frame)
+
+    def warn(self, text: str) -> None:
+        print(f"warning: {text}", file=sys.stderr)

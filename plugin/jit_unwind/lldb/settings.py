@@ -1,0 +1,35 @@
+"""The settings of jit-unwind in LLDB (``jit-unwind NAME on|off``) and the debug log:
+what GDB's ``set jit-unwind show-method/debug`` are, plus ``python-frames`` (GDB turns
+those off with ``disable frame-filter global jit-unwind``)."""
+
+import sys
+
+# name -> (value, help)
+SETTINGS = {
+    "show-method": [False, "suffix each JIT frame in bt with the strategy that unwound it, "
+                           "e.g. [via frame-pointer] (prologue, prologue-search, "
+                           "frame-pointer, entry-record, stack-scan)"],
+    "debug": [False, "print one line per JIT frame unwound, for bug reports"],
+    "python-frames": [True, "list under each eval-loop and JIT frame of bt the Python "
+                            "frames it runs, as [py] frames with their file and line"],
+}
+
+
+def setting(name: str) -> bool:
+    return bool(SETTINGS[name][0])
+
+
+def set_setting(name: str, value: bool) -> None:
+    SETTINGS[name][0] = value
+
+
+def show_method() -> bool:
+    return setting("show-method")
+
+
+def debug_log(message) -> None:
+    """Print ``message`` (a string, or a callable making one: built only when asked)
+    when ``jit-unwind debug on``."""
+    if SETTINGS["debug"][0]:
+        text = message() if callable(message) else message
+        print(f"jit-unwind: {text}", file=sys.stderr)
