@@ -46,11 +46,19 @@ def gdb_stop_reason(frame) -> str:
 
 
 def source_path(symtab) -> str:
+    """``symtab.fullname()``, normalised; GDB prefixes a relative compilation directory
+    to a file name that already starts with it (glibc: "./nptl" + "./nptl/x.c")."""
+    filename = symtab.filename
     try:
-        name = symtab.fullname()
+        full = symtab.fullname() or filename
     except gdb.error:
-        name = None
-    return os.path.normpath(name or symtab.filename)
+        full = filename
+    if not os.path.isabs(filename) and full.endswith(filename):
+        directory = os.path.normpath(full[:-len(filename)] or ".")
+        if not os.path.isabs(directory) and \
+                os.path.normpath(filename).startswith(directory + os.sep):
+            return os.path.normpath(filename)
+    return os.path.normpath(full)
 
 
 class GdbFrame(Frame):

@@ -51,6 +51,17 @@ def _line_of(entry: "lldb.SBLineEntry") -> Optional[Tuple[str, Optional[int]]]:
     return (name, entry.GetLine() or None) if name else None
 
 
+def function_name(function: "lldb.SBFunction") -> Optional[str]:
+    """A function's name as GDB gives it: for C, the linkage name where DWARF has one
+    (glibc's ``__GI_raise`` for ``raise``); C++ names demangled."""
+    if function is None or not function.IsValid():
+        return None
+    linkage = function.GetMangledName()
+    if linkage and not linkage.startswith("_Z"):
+        return linkage
+    return function.GetName()
+
+
 def provider_walk_key(thread_id: int) -> tuple:
     """Where the frame provider keeps a thread's walk in the StopCache (per_stop)."""
     return ("lldb-walk", thread_id)
@@ -81,8 +92,10 @@ class LldbFrame(Frame):
                 raise DebuggerError("PC not available")
             return self._pc
         # The concrete frame's pc: LLDB gives a frame holding inlined code the start of
-        # the inlined block; GDB (and the registers) the return address.
-        pc = _unsigned(self.sbframe.FindRegister("rip"))
+        # the inlined block; GDB (and the registers) the return address.  A tail-call
+        # frame LLDB made from call-site information has its own pc and no registers.
+        pc = None if self.sbframe.IsArtificial() else _unsigned(
+            self.sbframe.FindRegister("rip"))
         if pc is None:
             pc = self.sbframe.GetPC()
         if pc in (None, lldb.LLDB_INVALID_ADDRESS):
@@ -99,6 +112,10 @@ class LldbFrame(Frame):
         if self.sbframe is None:
             return self._name
         try:
+            if not self.sbframe.IsInlined():
+                name = function_name(self.sbframe.GetFunction())
+                if name:
+                    return name
             return self.sbframe.GetFunctionName() or None
         except Exception:
             return None
@@ -138,7 +155,7 @@ def _symbolised(target: "lldb.SBTarget", pc: int) -> List[Tuple[Optional[str], o
     address = target.ResolveLoadAddress(pc - 1)
     context = target.ResolveSymbolContextForAddress(address, lldb.eSymbolContextEverything)
     function, symbol = context.GetFunction(), context.GetSymbol()
-    outer = (function.GetName() if function.IsValid() else None) or (
+    outer = function_name(function) or (
         symbol.GetName() if symbol.IsValid() else None)
     block = context.GetBlock()
     inlined = block.GetContainingInlinedBlock() if block.IsValid() else None

@@ -112,15 +112,37 @@ class ThreadWalk:
                     return self.out
                 index = resumed
                 continue
+            if index and self.outside_code(frame, pc):
+                # LLDB's unwinder went wrong (LLDB 19 past some callers of JIT code):
+                # the frame before's caller from its .eh_frame instead.
+                if self.out and self.out[-1].index == index - 1:
+                    self.resume_with_cfi(index - 1)
+                return self.out
             self.out.append(Step(index=index))
             index += 1
         if self.count and self.out and self.out[-1].index == self.count - 1:
-            self.after_last_input()
+            self.after_input(self.count - 1)
         return self.out
 
-    def after_last_input(self) -> None:
-        """LLDB ended its walk: go on when the last frame's caller is JIT code."""
-        last = self.inputs[-1]
+    def outside_code(self, frame, pc: int) -> bool:
+        """A caller's pc outside every executable mapping (when the mappings are known)."""
+        return (len(self.regions.mappings) > 0 and not frame.IsArtificial()
+                and not self.regions.is_executable(pc - 1))
+
+    def resume_with_cfi(self, index: int) -> None:
+        """Go on from the caller of input frame ``index`` as its .eh_frame gives it."""
+        registers = frame_registers(self.inputs[index])
+        pc, sp = registers.get("rip"), registers.get("rsp")
+        if pc is None or sp is None:
+            return
+        caller = self.cfi_step(pc, registers)
+        if caller and caller["rsp"] > sp and caller["rip"] >= 16:
+            self.walk_from(caller["rip"], caller["rsp"], caller, False, index + 1)
+
+    def after_input(self, index: int) -> None:
+        """LLDB ended its walk at input frame ``index``: go on when its caller is JIT
+        code."""
+        last = self.inputs[index]
         cfa = last.GetCFA()
         if cfa in (0, lldb.LLDB_INVALID_ADDRESS) or cfa % 8:
             return
@@ -143,7 +165,7 @@ class ThreadWalk:
                 registers.pop("rbp", None)
             else:
                 registers["rbp"] = saved
-        self.walk_from(caller_pc, cfa, registers, False, self.count)
+        self.walk_from(caller_pc, cfa, registers, False, index + 1)
 
     def walk_from(self, pc: int, sp: int, registers: Dict[str, int], innermost: bool,
                   next_input: int) -> Optional[int]:

@@ -1,0 +1,162 @@
+"""``py-mixed-bt --json --all-threads`` of one core file is the same document in GDB 18,
+LLDB 23 and LLDB 19, addresses and all: one core (GDB's gcore) per scenario, the toy
+JIT's mixed mode with a perf map, CPython 3.14's JIT, CPython 3.12 with ``-X perf``.
+
+One kind of frame differs by design: both debuggers make "tail-call frames" from the
+DWARF call-site information of a function that ends with a jump to another (CPython's
+``run_eval_code_obj``, ``pymain_main``, glibc's ``__pthread_kill_internal``), each by its
+own rules: GDB makes all three here, LLDB only the first two (in its own frames; a
+frame provider cannot make any).  The test asks each debugger which frames those are,
+checks that LLDB's are among GDB's (same function and pc), and compares the documents
+without them (levels renumbered); every other field is compared as it is.
+"""
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.jit_python import jit_python
+from tests.lldb_driver import LLDB_INIT, WAIT_FOR_PROVIDER, run_lldb
+from tests.python_expect import SCRIPTS
+from tests.support import (GDB_BINARIES, PRINT_PID, fixture_binary, pyenv_python,
+                           remove_perf_map, run_gdb)
+
+LLDB19 = Path("/usr/bin/lldb-19")
+SCRIPT = SCRIPTS / "raise_in_hot_loop.py"
+COMMAND = "py-mixed-bt --json --all-threads"
+
+# name -> (program and arguments, environment for the run)
+SCENARIOS = {
+    "toyjit-mixed-perf-map": (lambda: [fixture_binary("toyjit"), "mixed", "3", "sigtrap",
+                                       "--perf-map"], {}),
+    "cpython-3.14-jit": (lambda: [jit_python("3.14"), SCRIPT], {"PYTHON_JIT": "1"}),
+    "cpython-3.12-perf": (lambda: [pyenv_python("3.12.1"), "-X", "perf", SCRIPT], {}),
+}
+
+TAIL_CALLS = '''
+import gdb, json
+levels = {}
+for thread in sorted(gdb.selected_inferior().threads(), key=lambda t: t.num):
+    thread.switch()
+    found, frame = [], gdb.newest_frame()
+    while frame is not None and frame.level() < 10000:
+        if frame.type() == gdb.TAILCALL_FRAME:
+            found.append(frame.level())
+        try:
+            frame = frame.older()
+        except gdb.error:
+            break
+    levels[thread.num] = found
+print("tail-calls " + json.dumps(levels))
+'''
+
+
+@pytest.fixture(scope="module", params=list(SCENARIOS))
+def core(request, tmp_path_factory):
+    """(program, core file) of a scenario, made once by GDB's gcore; its perf map stays
+    until the module's tests are done."""
+    make_program, environment = SCENARIOS[request.param]
+    program = make_program()
+    core = tmp_path_factory.mktemp(request.param) / "program.core"
+    setup = [f"set environment {name}={value}" for name, value in environment.items()]
+    output = run_gdb(GDB_BINARIES["gdb18"], [*setup, "run", PRINT_PID, f"gcore {core}"],
+                     program, plugin=False)
+    assert core.exists(), output
+    yield program, core
+    remove_perf_map(output)
+
+
+def lldb_document(output: str):
+    """The document ``COMMAND`` printed; LLDB may print a warning of its own after it
+    ("failed to set breakpoint site ...": a core cannot have breakpoints)."""
+    text = output.split(f"(lldb) {COMMAND}\n", 1)[1]
+    return json.JSONDecoder().raw_decode(text)[0]
+
+
+def gdb_document(program, core, tmp_path):
+    script = tmp_path / "tail_calls.py"
+    script.write_text(TAIL_CALLS)
+    output = run_gdb(GDB_BINARIES["gdb18"],
+                     ["echo @@json\\n", COMMAND, "echo @@end\\n", f"source {script}"],
+                     [program[0]], core=core)
+    document = json.loads(output.split("@@json\n", 1)[1].split("@@end", 1)[0])
+    tail_calls = json.loads(re.search(r"^tail-calls (.*)$", output, re.M).group(1))
+    return document, {int(number): levels for number, levels in tail_calls.items()}
+
+
+def without_tail_calls(document, is_tail_call):
+    """The document without the frames ``is_tail_call(thread number, frame)`` says a
+    debugger made from call-site information, and the (pc, function) of those."""
+    removed = set()
+    for thread in document["threads"]:
+        kept = []
+        for frame in thread["frames"]:
+            if is_tail_call(thread["number"], frame):
+                assert frame["python"] == [], frame  # no Python frames are lost
+                removed.add((frame["pc"], frame["function"]))
+                continue
+            frame["level"] = len(kept)
+            kept.append(frame)
+        thread["frames"] = kept
+    return document, removed
+
+
+# LLDB's tail-call frames ("artificial"), by pc.
+LLDB_TAIL_CALLS = ("script import json; print('tail-calls ' + json.dumps([f.GetPC() "
+                   "for t in lldb.debugger.GetSelectedTarget().GetProcess() for f in t "
+                   "if f.IsArtificial()]))")
+
+
+def lldb_without_tail_calls(output):
+    pcs = set(json.loads(re.search(r"^tail-calls (.*)$", output, re.M).group(1)))
+    return without_tail_calls(lldb_document(output),
+                              lambda _number, frame: frame["pc"] in pcs)
+
+
+def lldb19_output(program, core, tmp_path):
+    assert LLDB19.exists(), "lldb-19 is missing: run `make apt-deps`"
+    commands = tmp_path / "commands.lldb"
+    commands.write_text(f"command script import {LLDB_INIT}\n"
+                        f"target create --core {core} {program[0]}\n{COMMAND}\n"
+                        f"{LLDB_TAIL_CALLS}\nquit\n")
+    result = subprocess.run([str(LLDB19), "--no-lldbinit", "-s", str(commands)],
+                            capture_output=True, text=True, timeout=300,
+                            stdin=subprocess.DEVNULL)
+    output = result.stdout + result.stderr
+    assert "Traceback" not in output, output
+    return output
+
+
+def differences(ours, theirs):
+    """Where two documents differ, frame by frame, for the failure message."""
+    lines = [f"{key}: {ours[key]!r} != {theirs.get(key)!r}" for key in ours
+             if key != "threads" and ours[key] != theirs.get(key)]
+    for mine, other in zip(ours["threads"], theirs["threads"]):
+        lines += [f"thread {mine['number']} {key}: {mine[key]!r} != {other.get(key)!r}"
+                  for key in mine if key != "frames" and mine[key] != other.get(key)]
+        for index in range(max(len(mine["frames"]), len(other["frames"]))):
+            a = mine["frames"][index] if index < len(mine["frames"]) else None
+            b = other["frames"][index] if index < len(other["frames"]) else None
+            if a != b:
+                lines.append(f"  #{index}: {a}\n   != {b}")
+    return "\n".join(lines)
+
+
+def test_gdb_and_lldb_give_the_same_document(core, tmp_path):
+    program, core_file = core
+    gdb, tail_calls = gdb_document(program, core_file, tmp_path)
+    expected, gdb_tail_calls = without_tail_calls(
+        gdb, lambda number, frame: frame["level"] in tail_calls.get(number, ()))
+    frames = expected["threads"][0]["frames"]
+    assert len(frames) > 8 and any(f["kind"] == "jit" for f in frames), gdb
+    lldb23, lldb_tail_calls = lldb_without_tail_calls(run_lldb(
+        [WAIT_FOR_PROVIDER, COMMAND, LLDB_TAIL_CALLS], [program[0]], core=core_file))
+    assert lldb_tail_calls <= gdb_tail_calls
+    assert lldb23 == expected, differences(lldb23, expected)
+    lldb19, lldb19_tail_calls = lldb_without_tail_calls(
+        lldb19_output(program, core_file, tmp_path))
+    assert lldb19_tail_calls <= gdb_tail_calls
+    assert lldb19 == expected, differences(lldb19, expected)
