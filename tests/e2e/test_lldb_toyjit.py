@@ -108,7 +108,8 @@ def test_minidump_without_jit_code_says_why(tmp_path):
     assert names[jit - 1] == "jit_callback", output
     assert "its code cannot be read" in frames[jit].line, output
     assert "--style full" in frames[jit].line, output
-    assert "[guess: found by stack scan]" in frames[jit].line, output
+    # The caller found by the stack scan is LLDB's native frame: the JIT frame says so.
+    assert "[its caller: guess: found by stack scan]" in frames[jit].line, output
     assert "[unwind stopped: " in frames[-1].line, output
     assert "main" not in names, output
 
@@ -152,3 +153,23 @@ def test_provider_on_every_target_created_after_the_import():
     first, second = output.split("(lldb) target delete")
     check_lldb_backtrace(first, "fp", 1, perf_map=False)
     check_lldb_backtrace(second, "frameless", 1, perf_map=False)
+
+
+def test_settings_show_method_and_debug():
+    """jit-unwind show-method on: bt at the same stop says how each JIT frame's caller
+    was found, as GDB's set jit-unwind show-method does; debug prints one line per JIT
+    frame unwound; each setting has help."""
+    output = run_lldb(["help jit-unwind", "process launch", "jit-unwind", "bt",
+                       "jit-unwind show-method on", "bt", "jit-unwind show-method maybe"],
+                      program("mixed", 1))
+    assert "show-method" in output and "python-frames" in output, output
+    values = output.split("(lldb) jit-unwind\n")[1].split("(lldb) ")[0]
+    assert values.split() == ["show-method:", "off", "debug:", "off", "python-frames:", "on"]
+    plain = output.split("(lldb) bt\n")[1].split("(lldb) jit-unwind show-method on")[0]
+    shown = output.split("(lldb) jit-unwind show-method on")[1]
+    assert "[via " not in plain and "jit-unwind: frame #" not in output, output
+    jit = [f for f in parse_lldb_backtrace(shown) if f.function.startswith("[jit ")]
+    assert jit and all(re.search(r"\[via [a-z-]+\]", f.line) for f in jit), output
+    assert "usage: jit-unwind [SETTING on|off]" in output, output
+    debug = run_lldb(["jit-unwind debug on", "process launch", "bt"], program("mixed", 1))
+    assert re.search(r"^jit-unwind: frame #\d+ pc=0x[0-9a-f]+ sp=0x", debug, re.M), debug

@@ -8,9 +8,14 @@ import lldb
 from ..commands import CommandError
 from ..commands.jit_regions import HELP as JIT_REGIONS_HELP, jit_regions
 from ..commands.mixed_bt import HELP as MIXED_BT_HELP, py_mixed_bt
-from .registration import ensure_provider
+from .registration import ensure_provider, refresh_providers
 from .settings import SETTINGS, set_setting, show_method
 from .state import cache_for
+
+
+def _is_item(line: str) -> bool:
+    """A line starting an item of an indented list ("  --json  ...")."""
+    return line.startswith("  ") and not line[2:3].isspace()
 
 
 def long_help(doc: str) -> str:
@@ -19,10 +24,10 @@ def long_help(doc: str) -> str:
     paragraphs = []
     for paragraph in doc.strip().split("\n\n"):
         lines = paragraph.splitlines()
-        if lines and lines[0].startswith("  -"):  # an option list
+        if lines and _is_item(lines[0]):  # a list of options or settings
             options = []
             for line in lines:
-                if line.startswith("  -") or not options:
+                if _is_item(line) or not options:
                     options.append(line.rstrip())
                 else:
                     options[-1] += " " + line.strip()
@@ -67,8 +72,8 @@ class _Command:
         try:
             cache = _cache(exe_ctx)
             if cache is None:
-                raise CommandError(f"{self.NAME}: no process: launch a program or load a "
-                                   "core file first.")
+                raise CommandError("No process: launch a program or load a core file "
+                                   "first.")
             result.AppendMessage(self.run(cache, command))
         except CommandError as error:
             result.SetError(_lldb_help(str(error)))
@@ -112,8 +117,12 @@ class JitUnwindSettings(_Command):
     def __call__(self, debugger, command, exe_ctx, result):
         try:
             result.AppendMessage(self.run(None, command))
+            if command.split():
+                refresh_providers(debugger)  # bt shows the new setting at this stop
         except CommandError as error:
             result.SetError(str(error))
+        except Exception as error:  # never a traceback
+            result.SetError(f"jit-unwind: {error}")
 
     def run(self, cache, command):
         words = command.split()

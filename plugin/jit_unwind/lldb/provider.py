@@ -24,6 +24,7 @@ from .state import cache_for
 from .walk import ThreadWalk
 
 MAX_INPUT_FRAMES = 20000
+CALLER_GUESSED = "[its caller: guess: found by stack scan]"
 UNREADABLE = ("[its code cannot be read: a core file without it? LLDB's "
               "`process save-core --style full` keeps it]")
 
@@ -142,7 +143,16 @@ class JitFrameProvider(ScriptedFrameProvider):
         parts = [name, suffix] if suffix else [name]
         if step.unreadable:
             parts.insert(1, UNREADABLE)
+        unwound = cache.unwound.get((step.pc, step.sp))
+        if unwound is not None and unwound.guess and not self._jit_at(cache, unwound):
+            # GDB marks the caller; a native frame here is LLDB's to name: say it here.
+            parts.insert(1, CALLER_GUESSED)
         return " ".join(parts)
+
+    @staticmethod
+    def _jit_at(cache, unwound) -> bool:
+        return unwound.caller_pc is not None and \
+            cache.regions().jit_region_at(unwound.caller_pc - 1) is not None
 
     def _python_frames(self, cache, frames):
         """id(step) -> the Python frames the core's merge puts under its frames."""

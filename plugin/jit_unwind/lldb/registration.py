@@ -17,7 +17,7 @@ import threading
 import lldb
 
 PROVIDER = "jit_unwind.lldb.provider.JitFrameProvider"
-_registered = set()  # GloballyUniqueID of targets that have the provider
+_registered = {}  # GloballyUniqueID of a target that has the provider -> provider id
 _lock = threading.Lock()
 
 
@@ -38,24 +38,59 @@ def ensure_provider(target: "lldb.SBTarget") -> str:
         args = lldb.SBStructuredData()
         args.SetFromJSON("{}")
         error = lldb.SBError()
-        target.RegisterScriptedFrameProvider(PROVIDER, args, error)
+        provider_id = target.RegisterScriptedFrameProvider(PROVIDER, args, error)
         if error.Fail():
             return f"cannot register the frame provider: {error.GetCString()}"
-        _registered.add(key)
+        _registered[key] = provider_id
     return ""
 
 
+def refresh_providers(debugger: "lldb.SBDebugger") -> None:
+    """Make LLDB list the frames again (a setting changed what the provider shows): the
+    provider is removed and registered again on every target that has it."""
+    if not providers_supported():
+        return
+    for index in range(debugger.GetNumTargets()):
+        target = debugger.GetTargetAtIndex(index)
+        with _lock:
+            provider_id = _registered.pop(target.GetGloballyUniqueID(), None)
+        if provider_id is not None:
+            try:
+                target.RemoveScriptedFrameProvider(provider_id)
+            except Exception:  # the frames stay as they were until the next stop
+                pass
+        ensure_provider(target)
+
+
+# What runs at every stop of every target (and when a target loads modules), each
+# given the SBExecutionContext: another module adds its own with add_stop_action().
+STOP_ACTIONS = [lambda exe_ctx: ensure_provider(exe_ctx.GetTarget())]
+
+
+def add_stop_action(action) -> None:
+    """Run ``action(exe_ctx)`` at every stop (before the user sees it); it must be
+    cheap and may raise (the error is dropped)."""
+    if action not in STOP_ACTIONS:
+        STOP_ACTIONS.append(action)
+
+
+def run_stop_actions(exe_ctx) -> None:
+    for action in list(STOP_ACTIONS):
+        try:
+            action(exe_ctx)
+        except Exception:  # never disturb a stop
+            pass
+
+
 class RegisterOnStop:
-    """Stop-hook (``target stop-hook add -P``): registers the provider on its target."""
+    """Stop-hook (``target stop-hook add -P``): the STOP_ACTIONS (registers the provider
+    on its target)."""
 
     def __init__(self, target, extra_args, internal_dict):
         pass
 
     def handle_stop(self, exe_ctx, stream):
-        try:
-            ensure_provider(exe_ctx.GetTarget())
-        except Exception:  # never disturb a stop
-            pass
+        run_stop_actions(exe_ctx)
         return True
 
 
