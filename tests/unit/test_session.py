@@ -12,7 +12,7 @@ from jit_unwind.debugger import DebuggerError, Frame, Process, Thread
 from jit_unwind.frames import EVAL, JIT, OTHER, marks
 from jit_unwind.model import Unwound
 from jit_unwind.regions import Mapping
-from jit_unwind.session import StopCache
+from jit_unwind.session import StopCache, StopCaches
 from jit_unwind.stack import walk
 from jit_unwind.target import BytesMemory
 
@@ -210,3 +210,37 @@ def test_command_errors_carry_the_users_message():
 def test_jit_regions_lists_the_anonymous_executable_mapping():
     process = FakeProcess()
     assert f"{JIT_START:#x}" in jit_regions(process, StopCache(process), "")
+
+
+def test_py_mixed_bt_lists_the_native_frames_of_a_program_without_python():
+    """No CPython in the process: the native frames alone, python_version null; a
+    process one cannot tell apart from CPython (--python-only) still gets the error."""
+    import json
+
+    frames = [FakeFrame(0, LIB_START + 0x10, STACK + 0x100, "leaf"),
+              FakeFrame(1, JIT_START + 0x20, STACK + 0x200),
+              FakeFrame(2, LIB_START + 0x30, STACK + 0x300, "main")]
+
+    class Single(FakeProcess):
+        def selected_thread(self):
+            return FakeThread(frames)
+
+    process = Single()
+    document = json.loads(py_mixed_bt(process, StopCache(process), ["--json"]))
+    assert document["python_version"] is None
+    thread = document["threads"][0]
+    assert thread["python"] == [] and thread["holds_gil"] is None
+    assert [(f["function"], f["kind"]) for f in thread["frames"]] == [
+        ("leaf", "other"), (f"[jit {JIT_START:#x}+0x20]", "jit"), ("main", "other")]
+    assert "[no Python]" in py_mixed_bt(process, StopCache(process), [])
+    with pytest.raises(CommandError, match="^py-mixed-bt: "):
+        py_mixed_bt(process, StopCache(process), ["--python-only"])
+
+
+def test_one_stop_cache_per_process():
+    caches = StopCaches()
+    first = caches.get("a", FakeProcess)
+    assert caches.get("a", FakeProcess) is first
+    assert caches.get("b", FakeProcess) is not first
+    first.per_stop("walk", lambda: [1])
+    assert first.known("walk") == [1] and first.known("other") is None

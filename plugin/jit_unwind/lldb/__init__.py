@@ -1,7 +1,7 @@
 """The LLDB adapter: the only package (with ``gdb/``) that imports a debugger.
 
-``install(debugger, internal_dict)`` adds the commands ``jit-regions`` and
-``py-mixed-bt`` and, on LLDB 22+, the frame provider on every target."""
+``install(debugger, internal_dict)`` adds the commands ``jit-regions``, ``py-mixed-bt``
+and ``jit-unwind`` (settings) and, on LLDB 22+, the frame provider on every target."""
 
 import lldb
 
