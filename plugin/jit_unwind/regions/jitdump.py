@@ -61,6 +61,8 @@ class CodeLoad:
     # what is there now.
     sequence: int = 0
     unwinding: Optional[UnwindingInfo] = field(default=None, repr=False)
+    # The writer put a marker over the last 8 bytes of the code (CPython 3.15+).
+    marked: bool = False
 
     @property
     def start(self) -> int:
@@ -138,7 +140,23 @@ def parse_jitdump(data: bytes) -> Optional[Jitdump]:
             break
         offset += size
     dump.complete_end = offset  # the first record the loop could not read, if any
+    if _marks_code(dump.loads, order):
+        for load in dump.loads:
+            load.marked = True
     return dump
+
+
+def _marks_code(loads: List[CodeLoad], order: str) -> bool:
+    """Whether the writer replaced the last 8 code bytes of each record by a marker
+    (CPython 3.15: ``salt ^ code_index << 32 ^ code_size``, so that perf sees distinct
+    code): true when one salt explains most records."""
+    salts: Dict[int, int] = {}
+    sized = [load for load in loads[:64] if load.code_size >= 8]
+    for load in sized:
+        (last,) = struct.unpack(order + "Q", load.code[-8:])
+        salt = last ^ (load.code_index << 32) ^ load.code_size
+        salts[salt] = salts.get(salt, 0) + 1
+    return len(sized) >= 2 and max(salts.values()) * 2 > len(sized)
 
 
 def continues(data: bytes, tail: bytes, dump: Jitdump) -> bool:
@@ -209,7 +227,7 @@ def _move(order: str, body: bytes, by_index: Dict[int, CodeLoad], loads: List[Co
         return
     # A new entry (later in sequence): the old address may hold other code by now.
     moved = CodeLoad(load.name, new_addr, code_size, load.code, code_index, load.pid,
-                     new_addr, len(loads), load.unwinding)
+                     new_addr, len(loads), load.unwinding, load.marked)
     loads.append(moved)
     by_index[code_index] = moved
 
@@ -312,7 +330,7 @@ COMPARED_BYTES = 256
 
 
 def comparable_length(load: CodeLoad) -> int:
-    """How many bytes from the start of a record's code to compare with memory.  CPython
-    3.15 rewrites the last 8 bytes it puts in the dump (to make each perf DSO unique), so
-    those are left out."""
-    return min(max(len(load.code) - 8, 0), COMPARED_BYTES)
+    """How many bytes from the start of a record's code to compare with memory: not the
+    last 8 where the writer put a marker there (see :func:`_marks_code`)."""
+    size = len(load.code) - 8 if load.marked else len(load.code)
+    return min(max(size, 0), COMPARED_BYTES)
