@@ -11,9 +11,10 @@ HELP = """List the JIT code regions of the current process.
 Usage: info jit-regions
 
 Shows anonymous executable mappings (from /proc/PID/maps for a live process, from the
-load segments of a core file), entries of the perf map /tmp/perf-PID.map and object
-files registered through GDB's JIT interface, one row each: start, end, size, source
-and name."""
+load segments of a core file), entries of the perf map /tmp/perf-PID.map, code load
+records of the perf jitdump jit-PID.dump (source "jitdump": those whose code is still in
+memory), CPython's JIT executors and object files registered through GDB's JIT
+interface, one row each: start, end, size, source and name."""
 
 
 def jit_regions(process: Process, cache: StopCache, argument: str) -> str:
