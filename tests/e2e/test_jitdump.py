@@ -58,6 +58,9 @@ def test_perf_jit_trampolines_are_named_and_unwound_from_the_dump(gdb, tmp_path,
         rows = [line.split() for line in live.splitlines()
                 if re.match(r"^0x[0-9a-f]+\s+0x[0-9a-f]+\s+0x[0-9a-f]+\s+jitdump\s", line)]
         assert [f"py::recurse:{RECURSE}"] in [row[4:] for row in rows], live
+        # The records of the script's own functions were still in CPython's stdio buffer.
+        assert re.search(r"^jitdump /tmp/jit-\d+\.dump: \d+ functions whose code is in "
+                         r"memory, \d+ read from the writer's unflushed buffer$", live, re.M), live
         assert core.exists(), live
         # The dump is still on disk (and the records the process had not flushed yet are
         # in the core's copy of its stdio buffer).
@@ -84,6 +87,13 @@ def test_a_dump_elsewhere_is_read_when_the_setting_names_it(gdb, tmp_path):
     assert not [name for name in names if name.startswith("py::")], without
     assert "main" in names or "Py_BytesMain" in names, without  # unwound all the same
     told = run_gdb(gdb, ["set jit-unwind show-method on", f"set jit-unwind jitdump {moved}",
-                         "show jit-unwind jitdump", "bt"], [python], core=core)
+                         "show jit-unwind jitdump", "info jit-regions", "bt"],
+                   [python], core=core)
     assert f"reads the jitdump file {moved} first" in told, told
+    assert f"\njitdump {moved}: " in told, told
     _check_backtrace(told)
+    other = tmp_path / "other.dump"
+    other.write_bytes(b"not a jitdump")
+    wrong = run_gdb(gdb, [f"set jit-unwind jitdump {other}", "info jit-regions"],
+                    [python], core=core)
+    assert f"warning: {other} is no jitdump of process" in wrong, wrong

@@ -2,6 +2,7 @@
 
 from ..debugger import Process
 from ..dependencies import warn_missing
+from ..regions.jitdump import user_path
 from ..render import have_tabulate, region_table
 from ..session import StopCache
 from . import CommandError
@@ -31,4 +32,24 @@ def jit_regions(process: Process, cache: StopCache, argument: str) -> str:
     if not have_tabulate():
         warn_missing(process, "tabulate", "info jit-regions prints its table in a plain layout")
     lines.append(region_table(regions))
+    lines += _jitdump_lines(process, cache)
     return "\n".join(lines)
+
+
+def _jitdump_lines(process: Process, cache: StopCache):
+    """Which jitdump was read, or why the user's was not."""
+    try:
+        dump = cache.jitdump()
+    except Exception:  # already reported as the cache's problem
+        return []
+    lines = []
+    if user_path() and dump.path != user_path():
+        lines.append(f"warning: {user_path()} is no jitdump of process {process.pid()}")
+    if dump.path:
+        text = f"jitdump {dump.path}: {len(dump.loads)} functions whose code is in memory"
+        if dump.dropped:
+            text += f", {dump.dropped} no longer in memory"
+        if dump.pending:
+            text += f", {dump.pending} read from the writer's unflushed buffer"
+        lines.append(text)
+    return lines
