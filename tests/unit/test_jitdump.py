@@ -12,7 +12,8 @@ import pytest
 from jit_unwind.regions import Mapping, RegionMap
 from jit_unwind.regions.jitdump import (CodeLoad, find_jitdump, parse_jitdump,
                                         set_user_path, with_pending)
-from jit_unwind.regions.jitdump_process import latest_loads, verified
+from jit_unwind.regions.jitdump_process import (_current_file, latest_loads,
+                                                process_start_time, verified)
 from jit_unwind.regions.stdio_tail import pending_writes
 from jit_unwind.target import BytesMemory
 from jit_unwind.unwind import unwind_jit_frame
@@ -222,3 +223,20 @@ def test_the_dump_is_found_by_pid_mapping_and_user_path(recorded, tmp_path):
     finally:
         set_user_path(None)
     assert find_jitdump(pid, [], cwd=str(saved.parent))[0] == str(saved)
+
+
+def test_a_live_process_s_dump_is_not_one_a_dead_process_left(recorded, tmp_path):
+    """A file with the live process's pid, written before it started, is another
+    process's (pids are reused); one the process maps is its own whatever its age."""
+    data = bytearray(recorded[0])
+    pid = os.getpid()
+    struct.pack_into("<I", data, 20, pid)  # the header's pid
+    stale = tmp_path / f"jit-{pid}.dump"
+    stale.write_bytes(bytes(data))
+    hour_ago = process_start_time(pid) - 3600
+    os.utime(stale, (hour_ago, hour_ago))
+    assert find_jitdump(pid, [], str(tmp_path), _current_file(pid, []))[0] is None
+    assert find_jitdump(pid, [str(stale)], None,
+                        _current_file(pid, [str(stale)]))[0] == str(stale)
+    os.utime(stale)  # written now: this process's
+    assert find_jitdump(pid, [], str(tmp_path), _current_file(pid, []))[0] == str(stale)

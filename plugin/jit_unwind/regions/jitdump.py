@@ -23,7 +23,7 @@ here raises on a truncated or garbage file.
 import os
 import struct
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 MAGIC = 0x4A695444  # "JiTD" as the writer's uint32
 FILE_HEADER = 40
@@ -315,13 +315,15 @@ def read_jitdump(path: str) -> Optional[Jitdump]:
     return dump
 
 
-def find_jitdump(pid: int, mapped_paths: Iterable[str] = (), cwd: Optional[str] = None
+def find_jitdump(pid: int, mapped_paths: Iterable[str] = (), cwd: Optional[str] = None,
+                 accept: Callable[[str], bool] = lambda path: True
                  ) -> Tuple[Optional[str], Optional[Jitdump]]:
     """(path, parsed file) of the jitdump written by process ``pid``: the first
-    candidate whose header names that pid; (None, None) when there is none."""
+    candidate whose header names that pid and that ``accept`` takes; (None, None) when
+    there is none."""
     for path in candidate_paths(pid, mapped_paths, cwd):
         dump = read_jitdump(path)
-        if dump is not None and dump.pid == pid:
+        if dump is not None and dump.pid == pid and accept(path):
             return path, dump
     return None, None
 

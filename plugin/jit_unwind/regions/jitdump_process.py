@@ -57,8 +57,9 @@ def process_jitdump(process, mappings: Sequence[Mapping], kind: str,
     pid = process.pid()
     if pid is None:
         return ProcessJitdump()
-    path, dump = find_jitdump(pid, [m.path for m in mappings],
-                              working_directory(process, kind))
+    mapped = [m.path for m in mappings]
+    path, dump = find_jitdump(pid, mapped, working_directory(process, kind),
+                              _current_file(pid, mapped) if kind == "native" else _any)
     if dump is None:
         return ProcessJitdump()
     full = _with_unflushed(process.memory, path, dump, lookup_symbol)
@@ -66,6 +67,39 @@ def process_jitdump(process, mappings: Sequence[Mapping], kind: str,
     kept = verified(loads, process.memory, mappings)
     return ProcessJitdump(path, kept, len(loads) - len(kept),
                           len(full.loads) - len(dump.loads))
+
+
+def _any(_path: str) -> bool:
+    return True
+
+
+def _current_file(pid: int, mapped: Sequence[str]) -> Callable[[str], bool]:
+    """For a live process: whether a dump with its pid is its own, not one a dead
+    process with the same pid left behind: the process maps it, or it was written
+    since the process started."""
+    started = process_start_time(pid)
+
+    def accept(path: str) -> bool:
+        if path in mapped or started is None:
+            return True
+        try:
+            return os.stat(path).st_mtime >= started - 2
+        except OSError:
+            return False
+    return accept
+
+
+def process_start_time(pid: int) -> Optional[float]:
+    """When process ``pid`` started (seconds since the epoch), None when /proc cannot
+    tell."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        with open("/proc/stat", encoding="ascii", errors="replace") as handle:
+            boot = next(int(line.split()[1]) for line in handle if line.startswith("btime "))
+        return boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError, StopIteration):
+        return None
 
 
 def _with_unflushed(memory: Memory, path: str, dump: Jitdump, lookup_symbol) -> Jitdump:
