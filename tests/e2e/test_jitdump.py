@@ -1,4 +1,4 @@
-"""CPython 3.13+ with ``-X perf_jit``: each Python call runs through a perf trampoline,
+"""CPython 3.13, 3.14, 3.15 with ``-X perf_jit``: each Python call runs through a perf trampoline,
 and CPython describes every trampoline in a perf jitdump (/tmp/jit-PID.dump): its name,
 code and ``.eh_frame``.  GDB's ``bt`` names the trampolines from the dump and unwinds
 them by its CFI (``[via jitdump-cfi]``), live and on a core, with the Python frames
@@ -15,7 +15,7 @@ from tests.python_expect import RECURSE, expected_recursion, python_frames_with_
     python_of
 from tests.support import PRINT_PID, assert_no_unnamed_frames, parse_backtrace, run_gdb
 
-VERSIONS = ["3.13.0", "3.14.6"]
+VERSIONS = ["3.13.0", "3.14.6", "3.15.0rc2"]
 VIA = " [via jitdump-cfi]"
 
 
