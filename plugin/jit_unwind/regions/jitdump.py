@@ -91,6 +91,7 @@ class Jitdump:
     closed: bool = False
     truncated: bool = False  # the last record was cut short (still being written)
     complete_end: int = 0  # offset just past the last whole record
+    size: int = 0  # bytes parsed
 
 
 def parse_header(data: bytes) -> Optional[Tuple[str, int, int, int, int]]:
@@ -111,7 +112,7 @@ def parse_jitdump(data: bytes) -> Optional[Jitdump]:
     if header is None:
         return None
     order, version, header_size, machine, pid = header
-    dump = Jitdump(pid, machine, version, order == "<", [])
+    dump = Jitdump(pid, machine, version, order == "<", [], size=len(data))
     by_index: Dict[int, CodeLoad] = {}
     pending_unwind: Optional[UnwindingInfo] = None
     offset = max(header_size, FILE_HEADER) if header_size <= len(data) else FILE_HEADER
@@ -189,11 +190,13 @@ def continues(data: bytes, tail: bytes, dump: Jitdump) -> bool:
     return grew
 
 
-def with_pending(data: bytes, tails: Iterable[bytes]) -> Optional[Jitdump]:
-    """The file's records, with those still in the writer's stdio buffer (one of
-    ``tails``) after them when one continues the file; None when ``data`` is no
-    jitdump."""
-    dump = parse_jitdump(data)
+def with_pending(data: bytes, tails: Iterable[bytes], dump: Optional[Jitdump] = None
+                 ) -> Optional[Jitdump]:
+    """The file's records (``dump``, when already parsed from ``data``), with those
+    still in the writer's stdio buffer (one of ``tails``) after them when one continues
+    the file; None when ``data`` is no jitdump."""
+    if dump is None:
+        dump = parse_jitdump(data)
     if dump is None:
         return None
     for tail in tails:

@@ -117,7 +117,9 @@ def _with_unflushed(memory: Memory, path: str, dump: Jitdump, lookup_symbol) -> 
             data = handle.read()
     except OSError:
         return dump
-    return with_pending(data, tails) or dump
+    # The file may have grown since it was parsed: parse what was read now.
+    parsed = dump if len(data) == dump.size else None
+    return with_pending(data, tails, parsed) or dump
 
 
 def latest_loads(loads: Sequence[CodeLoad]) -> List[CodeLoad]:
