@@ -15,7 +15,8 @@ from ..target import Memory
 
 WRITE_BASE, WRITE_PTR, CHAIN = 0x20, 0x28, 0x68
 MAX_STREAMS = 64
-MAX_PENDING = 8 << 20
+MAX_PENDING = 4 << 20  # CPython 3.15 buffers 2 MB
+MAX_TOTAL = 16 << 20
 
 
 def pending_writes(memory: Memory, list_all_address: int) -> List[bytes]:
@@ -24,6 +25,7 @@ def pending_writes(memory: Memory, list_all_address: int) -> List[bytes]:
     found = []
     stream = memory.try_read_u64(list_all_address)
     seen = set()
+    total = 0
     for _ in range(MAX_STREAMS):
         if not stream or stream in seen:
             break
@@ -33,9 +35,11 @@ def pending_writes(memory: Memory, list_all_address: int) -> List[bytes]:
             break
         base = int.from_bytes(header[WRITE_BASE:WRITE_BASE + 8], "little")
         pointer = int.from_bytes(header[WRITE_PTR:WRITE_PTR + 8], "little")
-        if base and 0 < pointer - base <= MAX_PENDING:
-            data = memory.try_read(base, pointer - base)
+        size = pointer - base
+        if base and 0 < size <= MAX_PENDING and total + size <= MAX_TOTAL:
+            data = memory.try_read(base, size)
             if data:
                 found.append(data)
+                total += size
         stream = int.from_bytes(header[CHAIN:CHAIN + 8], "little")
     return found
