@@ -13,7 +13,8 @@ import pytest
 
 from tests.python_expect import RECURSE, expected_recursion, python_frames_with_parents, \
     python_of
-from tests.support import PRINT_PID, assert_no_unnamed_frames, parse_backtrace, run_gdb
+from tests.support import (PRINT_PID, assert_no_unnamed_frames, fixture_binary,
+                           parse_backtrace, run_gdb)
 
 VERSIONS = ["3.13.0", "3.14.6", "3.15.0rc2"]
 VIA = " [via jitdump-cfi]"
@@ -97,3 +98,40 @@ def test_a_dump_elsewhere_is_read_when_the_setting_names_it(gdb, tmp_path):
     wrong = run_gdb(gdb, [f"set jit-unwind jitdump {other}", "info jit-regions"],
                     [python], core=core)
     assert f"warning: {other} is no jitdump of process" in wrong, wrong
+
+
+# The toy JIT of tests/fixtures/jitdump_jit.c: a function that realigns the stack, keeps
+# its CFA in rbx and zeroes rbp, described (name, code, .eh_frame) in a jitdump still in
+# the writer's stdio buffer, the file in a directory of its own that only the process's
+# mapping of it names.
+_DESCEND = re.compile(r"^#\d+\s+0x[0-9a-f]+ in descend \(depth=(\d+)\)", re.M)
+
+
+def _check_toy(output, depth):
+    frames = parse_backtrace(output)
+    names = [frame.function for frame in frames]
+    assert names[3:] == ["descend", "jit::realigned" + VIA] * (depth + 1) + ["main"], output
+    # descend's own CFI unwound from the registers the JIT frame's CFI recovered.
+    assert [int(d) for d in _DESCEND.findall(output)] == list(range(depth + 1)), output
+
+
+def test_toy_jit_code_only_its_cfi_unwinds(gdb, tmp_path):
+    program = fixture_binary("jitdump_jit")
+    core = tmp_path / "toy.core"
+    live = run_gdb(gdb, ["run", "set jit-unwind show-method on", "bt", "info jit-regions",
+                         f"gcore {core}"], [program, "3", "--dir", tmp_path])
+    _check_toy(live, 3)
+    assert re.search(rf"^jitdump {tmp_path}/jit-\d+\.dump: 1 function whose code is in "
+                     r"memory, 1 read from the writer's unflushed buffer$", live, re.M), live
+    from_core = run_gdb(gdb, ["set jit-unwind show-method on", "bt"], [program], core=core)
+    _check_toy(from_core, 3)
+
+
+def test_a_record_whose_code_changed_is_not_believed(gdb, tmp_path):
+    program = fixture_binary("jitdump_jit")
+    output = run_gdb(gdb, ["run", "set jit-unwind show-method on", "bt", "info jit-regions"],
+                     [program, "2", "--stale", "--dir", tmp_path])
+    assert "jit::realigned" not in output, output
+    assert "[via jitdump-cfi]" not in output, output
+    assert re.search(r": 0 functions whose code is in memory, 1 no longer in memory", output), \
+        output

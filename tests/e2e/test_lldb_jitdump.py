@@ -9,7 +9,7 @@ import pytest
 
 from tests.lldb_driver import WAIT_FOR_PROVIDER, parse_lldb_backtrace, run_lldb
 from tests.python_expect import RECURSE, python_of
-from tests.support import GDB_BINARIES, PRINT_PID, run_gdb
+from tests.support import GDB_BINARIES, PRINT_PID, fixture_binary, run_gdb
 
 NAMES = [f"py::recurse:{RECURSE}"] * 4 + [f"py::<module>:{RECURSE}"]
 
@@ -45,3 +45,20 @@ def test_perf_jit_trampolines_named_from_the_dump(tmp_path, version):
                 os.unlink(f"/tmp/jit-{pid}.dump")
             except OSError:
                 pass
+
+
+def test_toy_jit_code_only_its_cfi_unwinds(tmp_path):
+    """tests/fixtures/jitdump_jit.c: a frame whose CFA is in rbx, rbp zeroed, described
+    only by its jitdump (still in the writer's buffer, the file where only the process's
+    mapping of it says): LLDB's bt goes through it to main, live and from a core."""
+    program = fixture_binary("jitdump_jit")
+    core = tmp_path / "toy.core"
+    live = run_lldb(["process launch", "bt"], [program, "3", "--dir", tmp_path])
+    run_gdb(GDB_BINARIES["gdb13"], ["run", f"gcore {core}"],
+            [program, "3", "--dir", tmp_path], plugin=False)
+    from_core = run_lldb([WAIT_FOR_PROVIDER, "bt"], [program], core=core)
+    for output in (live, from_core):
+        names = [frame.function for frame in parse_lldb_backtrace(output)]
+        assert names[names.index("descend"):] == \
+            ["descend", "jit::realigned"] * 4 + ["main"] + names[names.index("main") + 1:], output
+        assert "[guess" not in output and "unwind stopped" not in output, output

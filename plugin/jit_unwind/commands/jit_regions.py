@@ -46,7 +46,9 @@ def _jitdump_lines(process: Process, cache: StopCache):
     if user_path() and dump.path != user_path():
         lines.append(f"warning: {user_path()} is no jitdump of process {process.pid()}")
     if dump.path:
-        text = f"jitdump {dump.path}: {len(dump.loads)} functions whose code is in memory"
+        count = len(dump.loads)
+        text = (f"jitdump {dump.path}: {count} function{'s' if count != 1 else ''} whose "
+                "code is in memory")
         if dump.dropped:
             text += f", {dump.dropped} no longer in memory"
         if dump.pending:

@@ -15,7 +15,8 @@ from typing import Callable, Dict, List, Optional, Sequence
 from ..model import Region
 from ..target import Memory
 from . import Mapping
-from .jitdump import CodeLoad, Jitdump, comparable_length, find_jitdump, with_pending
+from .jitdump import (FILE_HEADER, CodeLoad, Jitdump, candidate_paths, comparable_length,
+                      find_jitdump, parse_jitdump, with_pending)
 from .stdio_tail import pending_writes
 
 # Named regions of a jitdump come before a perf map's entries for the same code (the
@@ -58,15 +59,49 @@ def process_jitdump(process, mappings: Sequence[Mapping], kind: str,
     if pid is None:
         return ProcessJitdump()
     mapped = [m.path for m in mappings]
-    path, dump = find_jitdump(pid, mapped, working_directory(process, kind),
-                              _current_file(pid, mapped) if kind == "native" else _any)
-    if dump is None:
-        return ProcessJitdump()
-    full = _with_unflushed(process.memory, path, dump, lookup_symbol)
+    cwd = working_directory(process, kind)
+    accept = _current_file(pid, mapped) if kind == "native" else _any
+    path, dump = find_jitdump(pid, mapped, cwd, accept)
+    if dump is not None:
+        full = _with_unflushed(process.memory, path, dump, lookup_symbol)
+        on_disk = len(dump.loads)
+    else:  # a writer that has flushed nothing yet, not even its header
+        path, full = _only_unflushed(process.memory, pid, mapped, cwd, accept,
+                                     lookup_symbol)
+        on_disk = 0
+        if full is None:
+            return ProcessJitdump()
     loads = latest_loads(full.loads)
     kept = verified(loads, process.memory, mappings)
-    return ProcessJitdump(path, kept, len(loads) - len(kept),
-                          len(full.loads) - len(dump.loads))
+    return ProcessJitdump(path, kept, len(loads) - len(kept), len(full.loads) - on_disk)
+
+
+def _only_unflushed(memory: Memory, pid: int, mapped, cwd, accept, lookup_symbol):
+    """(path, records) of a dump whose file is still shorter than its header, all of
+    it in the writer's stdio buffer; (None, None) without one."""
+    short = [path for path in candidate_paths(pid, mapped, cwd)
+             if _size(path) < FILE_HEADER and accept(path)]
+    head = lookup_symbol("_IO_list_all") if short else None
+    if head is None:
+        return None, None
+    for tail in pending_writes(memory, head):
+        for path in short:
+            try:
+                with open(path, "rb") as handle:
+                    data = handle.read(FILE_HEADER)
+            except OSError:
+                continue
+            dump = parse_jitdump(data + tail)
+            if dump is not None and dump.pid == pid and dump.loads:
+                return path, dump
+    return None, None
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size if os.path.isfile(path) else FILE_HEADER
+    except OSError:
+        return FILE_HEADER
 
 
 def _any(_path: str) -> bool:
