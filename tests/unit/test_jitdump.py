@@ -240,3 +240,22 @@ def test_a_live_process_s_dump_is_not_one_a_dead_process_left(recorded, tmp_path
                         _current_file(pid, [str(stale)]))[0] == str(stale)
     os.utime(stale)  # written now: this process's
     assert find_jitdump(pid, [], str(tmp_path), _current_file(pid, []))[0] == str(stale)
+
+
+def _record(kind, body):
+    return struct.pack("<IIQ", kind, 16 + len(body), 0) + body
+
+
+def test_debug_info_gives_the_next_load_its_lines():
+    header = struct.pack("<IIIIIIQQ", 0x4A695444, 1, 40, 62, 0, 9, 0, 0)
+    code = b"\x55\x48\x89\xe5\x5d\xc3"
+    lines = (struct.pack("<QQ", 0x5000, 2)
+             + struct.pack("<QII", 0x5000, 10, 0) + b"app.js\0"
+             + struct.pack("<QII", 0x5004, 11, 0) + b"app.js\0")
+    load = struct.pack("<IIQQQQ", 9, 9, 0x5000, 0x5000, len(code), 1) + b"f\0" + code
+    dump = parse_jitdump(header + _record(2, lines) + _record(0, load))
+    assert dump.loads[0].lines == [(0x5000, 10, "app.js"), (0x5004, 11, "app.js")]
+    # A count the record cannot hold, cut entries: what fits, never an exception.
+    lying = struct.pack("<QQ", 0x5000, 1 << 40) + struct.pack("<QII", 0x5000, 3, 0) + b"a"
+    dump = parse_jitdump(header + _record(2, lying) + _record(0, load))
+    assert dump.loads[0].lines == []

@@ -8,7 +8,8 @@ in Linux's tools/perf/Documentation/jitdump-specification.txt.  A file header (m
 - JIT_CODE_LOAD: pid, tid, vma, code_addr, code_size, code_index, a NUL-terminated name,
   then the code bytes;
 - JIT_CODE_MOVE: the code of ``code_index`` now lives at ``new_code_addr``;
-- JIT_CODE_DEBUG_INFO: source lines (not used here);
+- JIT_CODE_DEBUG_INFO: source lines of the code of the next JIT_CODE_LOAD at the
+  same address (kept on the record; not shown yet);
 - JIT_CODE_UNWINDING_INFO: ``.eh_frame`` then ``.eh_frame_hdr`` bytes for the code of the
   next JIT_CODE_LOAD (the order perf's genelf.c reads them in, whatever the
   specification's prose says); the writer lays the ``.eh_frame`` out right after the
@@ -63,6 +64,8 @@ class CodeLoad:
     unwinding: Optional[UnwindingInfo] = field(default=None, repr=False)
     # The writer put a marker over the last 8 bytes of the code (CPython 3.15+).
     marked: bool = False
+    # (address, line, file name) from a JIT_CODE_DEBUG_INFO record.
+    lines: List[Tuple[int, int, str]] = field(default_factory=list, repr=False)
 
     @property
     def start(self) -> int:
@@ -115,6 +118,7 @@ def parse_jitdump(data: bytes) -> Optional[Jitdump]:
     dump = Jitdump(pid, machine, version, order == "<", [], size=len(data))
     by_index: Dict[int, CodeLoad] = {}
     pending_unwind: Optional[UnwindingInfo] = None
+    pending_lines: Tuple[int, List[Tuple[int, int, str]]] = (0, [])
     offset = max(header_size, FILE_HEADER) if header_size <= len(data) else FILE_HEADER
     for _ in range(MAX_RECORDS):
         if offset + RECORD_HEADER > len(data):
@@ -129,10 +133,15 @@ def parse_jitdump(data: bytes) -> Optional[Jitdump]:
             load = _code_load(order, body, len(dump.loads))
             if load is not None:
                 load.unwinding, pending_unwind = pending_unwind, None
+                if pending_lines[0] == load.code_addr:
+                    load.lines = pending_lines[1]
+                pending_lines = (0, [])
                 dump.loads.append(load)
                 by_index[load.code_index] = load
         elif kind == JIT_CODE_MOVE:
             _move(order, body, by_index, dump.loads)
+        elif kind == JIT_CODE_DEBUG_INFO:
+            pending_lines = _debug_info(order, body)
         elif kind == JIT_CODE_UNWINDING_INFO:
             pending_unwind = _unwinding_info(order, body)
         elif kind == JIT_CODE_CLOSE:
@@ -233,6 +242,26 @@ def _move(order: str, body: bytes, by_index: Dict[int, CodeLoad], loads: List[Co
                      new_addr, len(loads), load.unwinding, load.marked)
     loads.append(moved)
     by_index[code_index] = moved
+
+
+def _debug_info(order: str, body: bytes) -> Tuple[int, List[Tuple[int, int, str]]]:
+    """(code address, [(address, line, file)]) of a JIT_CODE_DEBUG_INFO record; the
+    entries that fit in the record (a count beyond them is garbage)."""
+    if len(body) < 16:
+        return 0, []
+    code_addr, count = struct.unpack_from(order + "QQ", body)
+    entries: List[Tuple[int, int, str]] = []
+    offset = 16
+    for _ in range(min(count, len(body) // 17)):
+        if offset + 16 >= len(body):
+            break
+        address, line, _discriminator = struct.unpack_from(order + "QII", body, offset)
+        end = body.find(b"\0", offset + 16, offset + 16 + MAX_NAME)
+        if end < 0:
+            break
+        entries.append((address, line, body[offset + 16:end].decode("utf-8", "replace")))
+        offset = end + 1
+    return code_addr, entries
 
 
 def _unwinding_info(order: str, body: bytes) -> Optional[UnwindingInfo]:
