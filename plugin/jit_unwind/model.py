@@ -10,7 +10,8 @@ class Region:
 
     ``source`` says where we learnt of it: ``maps`` (an anonymous executable mapping of
     a live process), ``core`` (an executable load segment of a core file), ``perf-map``
-    (an entry of /tmp/perf-PID.map), ``gdb-jit`` (GDB's JIT interface).
+    (an entry of /tmp/perf-PID.map), ``jitdump`` (a code load record of a perf jitdump),
+    ``gdb-jit`` (GDB's JIT interface).
     """
 
     start: int
