@@ -115,6 +115,9 @@ class JitFrameProvider(ScriptedFrameProvider):
     def _output(self, cache, steps, inputs, python: bool):
         frames = build_frames(cache.process.target, steps, lambda step: inputs[step.index])
         below = self._python_frames(cache, frames) if python else {}
+        frame_of = {}  # id(step) -> its (first) frame
+        for frame in frames:
+            frame_of.setdefault(id(frame.step), frame)
         result = []
         for step in steps:
             step.position = len(result)
@@ -125,7 +128,7 @@ class JitFrameProvider(ScriptedFrameProvider):
                                          walk_stopped(step.note)))
             elif step.jit:
                 result.append(NamedFrame(self.thread, len(result), step.pc,
-                                         self._jit_name(cache, frames, step)))
+                                         self._jit_name(cache, frame_of[id(step)], step)))
             else:
                 result.append({"idx": len(result), "pc": step.pc})
             for frame in below.get(id(step), ()):
@@ -134,8 +137,7 @@ class JitFrameProvider(ScriptedFrameProvider):
                                          (frame.filename, frame.line)))
         return result
 
-    def _jit_name(self, cache, frames, step) -> str:
-        frame = next(f for f in frames if f.step is step)
+    def _jit_name(self, cache, frame, step) -> str:
         label = jit_label(frame, step.pc, cache)
         name = (label.name if label is not None and label.name else None) or \
             f"[jit {step.pc:#x}]"

@@ -7,8 +7,8 @@ import sys
 # name -> (value, help)
 SETTINGS = {
     "show-method": [False, "suffix each JIT frame in bt with the strategy that unwound it, "
-                           "e.g. [via frame-pointer] (jitdump-cfi, prologue, prologue-search, "
-                           "frame-pointer, entry-record, stack-scan)"],
+                           "e.g. [via frame-pointer] (jitdump-cfi, prologue, "
+                           "prologue-search, frame-pointer, entry-record, stack-scan)"],
     "debug": [False, "print one line per JIT frame unwound, for bug reports"],
     "python-frames": [True, "list under each eval-loop and JIT frame of bt the Python "
                             "frames it runs, as [py] frames with their file and line"],
