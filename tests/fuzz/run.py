@@ -1,0 +1,103 @@
+"""The core-level fuzz run: ``python -m tests.fuzz.run --seed S --count N``.
+
+Records the cores (``tests/fuzz/cores.py``, once per cores directory), then runs N cases
+round-robin over the subjects; case n uses seed S + n.  Prints the figures
+(docs/robustness.md records one run) and every failure with the command that
+reproduces it; exits 1 when a case failed.
+"""
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import List, Sequence
+
+REPO = Path(__file__).resolve().parent.parent.parent
+if str(REPO / "plugin") not in sys.path:
+    sys.path.insert(0, str(REPO / "plugin"))
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from tests.fuzz import harness  # noqa: E402
+from tests.fuzz.cores import RECIPES, record_cores  # noqa: E402
+from tests.fuzz.harness import Failure, Subject  # noqa: E402
+from tests.fuzz.mutations import mutation_for  # noqa: E402
+
+DEFAULT_CORES = Path(tempfile.gettempdir()) / f"jit-unwind-fuzz-cores-{os.getuid()}"
+
+
+def run_cases(subjects: Sequence[Subject], seed: int, count: int, progress=None):
+    """Run ``count`` cases; return (figures, failures)."""
+    failures: List[Failure] = []
+    kinds: Counter = Counter()
+    problems: Counter = Counter()
+    slowest = (0.0, "")
+    started = time.perf_counter()
+    for number in range(count):
+        subject = subjects[number % len(subjects)]
+        case_seed = seed + number
+        mutation = mutation_for(subject, case_seed)
+        kinds[mutation.kind] += 1
+        case_start = time.perf_counter()
+        found = subject.check(case_seed, mutation)
+        seconds = time.perf_counter() - case_start
+        if seconds > slowest[0]:
+            slowest = (seconds, f"{subject.name} seed={case_seed} [{mutation}]")
+        for failure in found:
+            problems[failure.problem.split(":")[0]] += 1
+        failures.extend(found)
+        if progress and (number + 1) % 500 == 0:
+            progress(f"{number + 1}/{count} cases, {len(failures)} failures, "
+                     f"{time.perf_counter() - started:.0f} s")
+    figures = {
+        "cases": count,
+        "subjects": [s.name for s in subjects],
+        "seed": seed,
+        "mutations": dict(sorted(kinds.items())),
+        "hangs": problems["hang"],
+        "escaped exceptions": problems["exception escaped"],
+        "frames lost": problems["frames lost"] + problems["Python frames lost"]
+        + problems["frame changed before the first corrupted read"]
+        + problems["a Python frame changed before the first corrupted read"],
+        "walks ending without a reason": problems["the walk ended without a reason"],
+        "over the frame budget": problems["frame budget"],
+        "over the time budget": problems["slow"],
+        "failing cases": len({(f.subject, f.seed) for f in failures}),
+        "seconds": round(time.perf_counter() - started, 1),
+        "slowest case": f"{slowest[0]:.3f} s ({slowest[1]})",
+    }
+    return figures, failures
+
+
+def load(names: Sequence[str], cores: Path) -> List[Subject]:
+    return [Subject(recorded) for recorded in record_cores(names, cores)]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--seed", type=int, default=int(os.environ.get("FUZZ_SEED", 1)))
+    parser.add_argument("--count", type=int, default=int(os.environ.get("FUZZ_COUNT", 10000)))
+    parser.add_argument("--subjects", default=os.environ.get("FUZZ_SUBJECTS", ",".join(RECIPES)),
+                        help="comma-separated: " + ", ".join(RECIPES))
+    parser.add_argument("--cores", type=Path, default=Path(os.environ.get("FUZZ_CORES",
+                                                                          DEFAULT_CORES)))
+    parser.add_argument("--time-budget", type=float, default=harness.TIME_BUDGET)
+    options = parser.parse_args(argv)
+    harness.TIME_BUDGET = options.time_budget
+    names = [name for name in options.subjects.split(",") if name]
+    print(f"recording cores in {options.cores} ...", flush=True)
+    subjects = load(names, options.cores)
+    figures, failures = run_cases(subjects, options.seed, options.count,
+                                  lambda text: print(text, flush=True))
+    for failure in failures[:50]:
+        print(f"FAIL {failure}\n")
+    for key, value in figures.items():
+        print(f"{key}: {value}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
