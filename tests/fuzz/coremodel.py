@@ -343,7 +343,7 @@ class CoreFrame(debugger.Frame):
         cache = process.cache
         lookup = self._lookup()
         regions = cache.regions()
-        if regions.jit_region_at(lookup) is not None:
+        if regions.jit_region_at(lookup) is not None and not process.plain:
             named = cache.named_regions()
             if not named.is_registered(lookup):
                 return self._unwind_jit(pc, sp, named)
@@ -425,10 +425,21 @@ class CoreThread(debugger.Thread):
 class CoreProcess(debugger.Process):
     """A core file loaded "in a debugger": what the adapters hand to the core."""
 
+    def plain_walk(self) -> List[Tuple[int, int]]:
+        """(level, pc) of each frame the debugger finds without jit-unwind."""
+        frames = []
+        frame = self._threads[0].newest_frame() if self._threads else None
+        while frame is not None:
+            frames.append((frame.level, frame.registers.get("rip")))
+            frame = frame.older()
+        return frames
+
     debugger_name = "the fuzzer's core reader"
 
     def __init__(self, image: CoreImage, memory: CoreMemory, pid: int,
-                 core_path: Optional[Path] = None):
+                 core_path: Optional[Path] = None, plain: bool = False):
+        """``plain``: the debugger without jit-unwind (JIT frames are not unwound)."""
+        self.plain = plain
         self.image = image
         self.memory = memory
         self._pid = pid

@@ -48,7 +48,9 @@ from tests.fuzz.cores import RecordedCore
 from tests.support import REPO
 
 SCHEMA = json.loads((REPO / "docs" / "py-mixed-bt.schema.json").read_text())
-TIME_BUDGET = 1.0  # seconds per case (measured; the longest is reported)
+# Seconds of CPU time per case (the process's own: other load on the machine does not
+# count); the longest case is reported.
+TIME_BUDGET = 1.0
 HANG_LIMIT = 20.0  # a case still running after this is a hang
 
 
@@ -89,6 +91,7 @@ class Walked:
     python_trace: list
     python_records: list  # per Python frame: its record index
     seconds: float
+    plain: list  # (level, pc) of the debugger's own frames up to its first in JIT code
 
 
 @dataclass
@@ -129,8 +132,9 @@ class Subject:
         self.reference = self.run(Mutation("none", "intact core"), trace=True)
         self.frame_registers = self._frame_registers()
 
-    def process(self, memory: CoreMemory, mutation: Mutation) -> CoreProcess:
-        process = CoreProcess(self.image, memory, self.recorded.pid)
+    def process(self, memory: CoreMemory, mutation: Mutation,
+                plain: bool = False) -> CoreProcess:
+        process = CoreProcess(self.image, memory, self.recorded.pid, plain=plain)
         if mutation.registers and process.threads():
             state = process.threads()[0].state
             state.registers = {**state.registers, **mutation.registers}
@@ -173,7 +177,7 @@ class Subject:
                 state.registers = registers
 
     def _run(self, mutation: Mutation, trace: bool) -> Walked:
-        start = time.perf_counter()
+        start = time.process_time()
         memory = CoreMemory(self.image, mutation.patches, mutation.cut, trace)
         # 1. The native walk (bt, py-mixed-bt's native part): a fresh stop.
         process = self.process(memory, mutation)
@@ -187,6 +191,14 @@ class Subject:
             natural = bool(made) and made[-1].natural_end and not reason
             labels = recording.labels[:len(frames)]
         native_trace = memory.trace if trace else []
+        # The debugger's own walk, without jit-unwind: what bt must keep.
+        process = self.process(CoreMemory(self.image, mutation.patches, mutation.cut),
+                               mutation, plain=True)
+        plain = process.plain_walk()
+        plain_end = next((i for i, (_, pc) in enumerate(plain)
+                          if pc is not None and process.cache.regions().jit_region_at(
+                              pc if i == 0 else pc - 1)), len(plain) - 1)
+        plain = plain[:plain_end + 1]
         # 2. The Python thread, with its reads recorded per record and per frame.
         python, python_reason, python_trace, records = None, "", [], []
         mixed_json = None
@@ -212,7 +224,7 @@ class Subject:
             regions_text = f"error: {error}"
         return Walked(frames, reason, natural, labels, python, python_reason, mixed_json,
                       regions_text, native_trace, python_trace, records,
-                      time.perf_counter() - start)
+                      time.process_time() - start, plain)
 
     # -- checking ------------------------------------------------------------------------
 
@@ -236,7 +248,7 @@ class Subject:
             return failures
         reference = self.reference
         if result.seconds > TIME_BUDGET:
-            fail(f"slow: {result.seconds:.2f} s (budget {TIME_BUDGET} s)")
+            fail(f"slow: {result.seconds:.2f} s of CPU time (budget {TIME_BUDGET} s)")
         stack = self.image.stack_segment()
         budget = (stack.end - stack.start) // 8 + 1 if stack else MAX_NATIVE_FRAMES
         if len(result.frames) >= min(budget, MAX_NATIVE_FRAMES - 1):
@@ -244,6 +256,12 @@ class Subject:
         if result.frames and not result.reason and not result.natural_end:
             fail("the walk ended without a reason: last frame "
                  f"{_show(result.frames[-1])}")
+        ours = [(frame.level, frame.pc) for frame in result.frames]
+        if ours[:len(result.plain)] != result.plain:
+            fail(f"frames lost: the debugger alone finds {_levels(result.plain)}, with "
+                 f"jit-unwind {_levels(ours[:len(result.plain)])}")
+        self.last_changed = [_show(f) for f in result.frames] != [
+            _show(f) for f in reference.frames] or result.python != reference.python
         keep = self.native_prefix(mutation)
         if len(result.frames) < keep:
             fail(f"frames lost: {len(result.frames)} frames, the intact walk's first {keep} "
@@ -409,6 +427,11 @@ def _touches(mutation: Mutation, read) -> bool:
     end = read.address + read.size
     return any(start < end and read.address < start + len(data)
                for start, data in mutation.patches.items())
+
+
+def _levels(frames) -> str:
+    return ", ".join(f"#{level} {pc:#x}" if pc is not None else f"#{level} ?"
+                     for level, pc in frames) or "no frame"
 
 
 def _show(frame) -> Tuple:

@@ -234,6 +234,35 @@ def stack_words(rng, t: Targets) -> Optional[Mutation]:
     return Mutation("stack-words", detail, patches)
 
 
+def anywhere(rng, t: Targets, subject: Subject) -> Optional[Mutation]:
+    """Random words in random segments of the core (heap, data, stacks, code)."""
+    segments = subject.image.segments
+    patches = {}
+    for _ in range(rng.randrange(1, 65)):
+        segment = rng.choice(segments)
+        patches[segment.start + 8 * rng.randrange((segment.end - segment.start) // 8)] = \
+            _word(nasty_value(rng, t))
+    return Mutation("anywhere", f"{len(patches)} words in {len(segments)} segments: "
+                    + ", ".join(f"{a:#x}" for a in sorted(patches)), patches)
+
+
+def combined(rng, t: Targets, makers) -> Optional[Mutation]:
+    """Two to four mutations at once (patches merged; registers and cut kept)."""
+    parts = [m for m in (rng.choices(makers, [w for w, _ in makers])[0][1]()
+                         for _ in range(rng.randrange(2, 5))) if m is not None]
+    if not parts:
+        return None
+    result = Mutation("combined", " + ".join(f"({p})" for p in parts))
+    for part in parts:
+        result.patches.update(part.patches)
+        result.registers.update(part.registers)
+        if part.cut is not None:
+            result.cut = part.cut if result.cut is None else min(result.cut, part.cut)
+        if part.perf_map is not None:
+            result.perf_map = part.perf_map
+    return result
+
+
 def py_chain(rng, t: Targets) -> Optional[Mutation]:
     """An interpreter frame's ``previous`` made a cycle or garbage, or its owner,
     executable (code object) or instruction pointer garbage."""
@@ -357,6 +386,9 @@ def mutation_for(subject: Subject, seed: int) -> Mutation:
     if t.python:
         makers += [(4, lambda: py_chain(rng, t)), (2, lambda: py_code(rng, t)),
                    (2, lambda: debug_offsets(rng, t)), (2, lambda: runtime_words(rng, t))]
+    makers.append((2, lambda: anywhere(rng, t, subject)))
+    single = list(makers)
+    makers.append((3, lambda: combined(rng, t, single)))
     weights = [w for w, _ in makers]
     for _ in range(20):
         maker = rng.choices(makers, weights)[0][1]

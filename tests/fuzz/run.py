@@ -26,7 +26,6 @@ from tests.fuzz.cores import RECIPES, record_cores  # noqa: E402
 from tests.fuzz.harness import Failure, Subject  # noqa: E402
 from tests.fuzz.mutations import mutation_for  # noqa: E402
 
-DEFAULT_CORES = Path(tempfile.gettempdir()) / f"jit-unwind-fuzz-cores-{os.getuid()}"
 
 
 def run_cases(subjects: Sequence[Subject], seed: int, count: int, progress=None):
@@ -35,15 +34,17 @@ def run_cases(subjects: Sequence[Subject], seed: int, count: int, progress=None)
     kinds: Counter = Counter()
     problems: Counter = Counter()
     slowest = (0.0, "")
+    changed = 0
     started = time.perf_counter()
     for number in range(count):
         subject = subjects[number % len(subjects)]
         case_seed = seed + number
         mutation = mutation_for(subject, case_seed)
         kinds[mutation.kind] += 1
-        case_start = time.perf_counter()
+        case_start = time.process_time()
         found = subject.check(case_seed, mutation)
-        seconds = time.perf_counter() - case_start
+        changed += bool(getattr(subject, "last_changed", False))
+        seconds = time.process_time() - case_start
         if seconds > slowest[0]:
             slowest = (seconds, f"{subject.name} seed={case_seed} [{mutation}]")
         for failure in found:
@@ -57,6 +58,7 @@ def run_cases(subjects: Sequence[Subject], seed: int, count: int, progress=None)
         "subjects": [s.name for s in subjects],
         "seed": seed,
         "mutations": dict(sorted(kinds.items())),
+        "cases whose mutation changed the result": changed,
         "hangs": problems["hang"],
         "escaped exceptions": problems["exception escaped"],
         "frames lost": problems["frames lost"] + problems["Python frames lost"]
@@ -67,7 +69,7 @@ def run_cases(subjects: Sequence[Subject], seed: int, count: int, progress=None)
         "over the time budget": problems["slow"],
         "failing cases": len({(f.subject, f.seed) for f in failures}),
         "seconds": round(time.perf_counter() - started, 1),
-        "slowest case": f"{slowest[0]:.3f} s ({slowest[1]})",
+        "slowest case": f"{slowest[0]:.3f} s of CPU time with its checks ({slowest[1]})",
     }
     return figures, failures
 
@@ -82,14 +84,20 @@ def main(argv=None) -> int:
     parser.add_argument("--count", type=int, default=int(os.environ.get("FUZZ_COUNT", 10000)))
     parser.add_argument("--subjects", default=os.environ.get("FUZZ_SUBJECTS", ",".join(RECIPES)),
                         help="comma-separated: " + ", ".join(RECIPES))
-    parser.add_argument("--cores", type=Path, default=Path(os.environ.get("FUZZ_CORES",
-                                                                          DEFAULT_CORES)))
+    parser.add_argument("--cores", type=Path, default=os.environ.get("FUZZ_CORES"),
+                        help="where cores are kept between runs (default: made afresh)")
     parser.add_argument("--time-budget", type=float, default=harness.TIME_BUDGET)
     options = parser.parse_args(argv)
     harness.TIME_BUDGET = options.time_budget
     names = [name for name in options.subjects.split(",") if name]
-    print(f"recording cores in {options.cores} ...", flush=True)
-    subjects = load(names, options.cores)
+    with tempfile.TemporaryDirectory(prefix="jit-unwind-fuzz-") as scratch:
+        cores = options.cores or Path(scratch)
+        print(f"recording cores in {cores} ...", flush=True)
+        subjects = load(names, cores)
+        return _run(subjects, options)
+
+
+def _run(subjects, options) -> int:
     figures, failures = run_cases(subjects, options.seed, options.count,
                                   lambda text: print(text, flush=True))
     for failure in failures[:50]:

@@ -1,0 +1,23 @@
+"""Bugs the fuzzer found, each kept as the case that showed it."""
+
+from jit_unwind import session
+from tests.fuzz.harness import Mutation
+from tests.fuzz.mutations import mutation_for
+
+
+def test_no_symbol_table_parse_for_cold_exits_on_314(fuzz_subjects, monkeypatch):
+    """py3.14-jit seed 78 (first runs) took 1.25 s: every stop looked up 3.13's
+    COLD_EXITS, which 3.14 lacks, and a missing name is searched in the whole .symtab
+    (36,000 symbols parsed by pyelftools, once per stop)."""
+    subject = fuzz_subjects["py3.14-jit"]
+    looked_up = []
+    original = session.symbol_address
+
+    def spy(mappings, name, full_tables=False):
+        looked_up.append((name, full_tables))
+        return original(mappings, name, full_tables)
+    monkeypatch.setattr(session, "symbol_address", spy)
+    for mutation in (Mutation("none", "intact core"), mutation_for(subject, 78)):
+        assert not subject.check(78, mutation)
+    assert ("COLD_EXITS", True) not in looked_up, looked_up
+    assert not any(name == "COLD_EXITS" for name, _ in looked_up), looked_up
