@@ -95,12 +95,24 @@ def symbol_address(mappings: Iterable[Mapping], name: str,
         if symbol is not None:
             return symbol["st_value"] + bias
     if full_tables:
-        for _path, elf, bias in files:
-            section = elf.get_section_by_name(".symtab")
+        for path, elf, bias in files:
+            section = _symtab(path, elf)
             for symbol in (section.get_symbol_by_name(name) or ()) if section else ():
                 if _defined(symbol):
                     return symbol["st_value"] + bias
     return None
+
+
+_symtabs: Dict[str, object] = {}
+
+
+def _symtab(path: str, elf):
+    """The file's ``.symtab``, kept: pyelftools builds its name index once per section
+    object (every symbol parsed, about a second for libpython), and hands out a new
+    object for each ``get_section_by_name``."""
+    if path not in _symtabs:
+        _symtabs[path] = elf.get_section_by_name(".symtab")
+    return _symtabs[path]
 
 
 def _defined(symbol) -> bool:
