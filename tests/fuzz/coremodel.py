@@ -153,9 +153,11 @@ class CoreMemory(Memory):
         self.trace: Optional[List[Read]] = [] if trace else None
         self.phase = -1
         self.reads = 0
+        self.largest = 0  # the largest read asked for: a debugger allocates that much
 
     def read(self, address: int, size: int) -> bytes:
         self.reads += 1
+        self.largest = max(self.largest, size)
         if self.trace is not None:
             self.trace.append(Read(address, size, self.phase))
         if size < 0 or address < 0 or address + size > 1 << 64:

@@ -1,7 +1,7 @@
 """Real core files to fuzz: written by GDB's ``gcore`` from real stopped programs.
 
 The toy JIT in its three modes (with and without ``--perf-map``), CPython 3.12 with
-``-X perf`` (pyenv) and CPython 3.14 with its JIT.  Each core is made once per
+``-X perf`` (pyenv) and CPython 3.13 and 3.14 with their JIT.  Each core is made once per
 directory; the perf map of its dead process is kept next to it (as ``perf.map``) and
 put back in /tmp under the core's pid while the fuzzer runs, since the core names no
 trampolines itself.
@@ -38,6 +38,9 @@ RECIPES: Dict[str, Recipe] = {
     "toy-mixed-nomap": Recipe(_toyjit, ("mixed", "3", "sigtrap")),
     "py3.12-perf": Recipe(lambda: pyenv_python("3.12.1"), ("-X", "perf", str(RECURSE)),
                           python=True),
+    "py3.13-jit": Recipe(lambda: jit_python("3.13"),
+                         (str(SCRIPTS / "jit_scenarios.py"), "kill"),
+                         ("set environment PYTHON_JIT=1",), python=True),
     "py3.14-jit": Recipe(lambda: jit_python("3.14"),
                          (str(SCRIPTS / "jit_scenarios.py"), "kill"),
                          ("set environment PYTHON_JIT=1",), python=True),

@@ -44,6 +44,8 @@ from jit_unwind.regions.perfmap import parse_perf_map
 from jit_unwind.session import StopCache
 from jit_unwind.stack import jit_label, walk
 from tests.fuzz.coremodel import MAX_NATIVE_FRAMES, CoreImage, CoreMemory, CoreProcess
+
+_CoreMemory = CoreMemory
 from tests.fuzz.cores import RecordedCore
 from tests.support import REPO
 
@@ -52,6 +54,10 @@ SCHEMA = json.loads((REPO / "docs" / "py-mixed-bt.schema.json").read_text())
 # count); the longest case is reported.
 TIME_BUDGET = 1.0
 HANG_LIMIT = 20.0  # a case still running after this is a hang
+# A debugger allocates what a read asks for, and each read costs a round trip (more on
+# a remote target): one read above this size, or more reads per case, is a failure.
+MAX_READ = 64 << 20
+MAX_READS = 200_000
 
 
 class Hang(BaseException):
@@ -92,6 +98,8 @@ class Walked:
     python_records: list  # per Python frame: its record index
     seconds: float
     plain: list  # (level, pc) of the debugger's own frames up to its first in JIT code
+    reads: int = 0  # memory reads of the whole case
+    largest_read: int = 0
 
 
 @dataclass
@@ -178,6 +186,11 @@ class Subject:
 
     def _run(self, mutation: Mutation, trace: bool) -> Walked:
         start = time.process_time()
+        memories = []
+
+        def CoreMemory(*args):  # noqa: N802 - the class, with each instance kept
+            memories.append(_CoreMemory(*args))
+            return memories[-1]
         memory = CoreMemory(self.image, mutation.patches, mutation.cut, trace)
         # 1. The native walk (bt, py-mixed-bt's native part): a fresh stop.
         process = self.process(memory, mutation)
@@ -224,7 +237,8 @@ class Subject:
             regions_text = f"error: {error}"
         return Walked(frames, reason, natural, labels, python, python_reason, mixed_json,
                       regions_text, native_trace, python_trace, records,
-                      time.process_time() - start, plain)
+                      time.process_time() - start, plain,
+                      sum(m.reads for m in memories), max(m.largest for m in memories))
 
     # -- checking ------------------------------------------------------------------------
 
@@ -249,6 +263,11 @@ class Subject:
         reference = self.reference
         if result.seconds > TIME_BUDGET:
             fail(f"slow: {result.seconds:.2f} s of CPU time (budget {TIME_BUDGET} s)")
+        self.last_reads = (result.reads, result.largest_read)
+        if result.largest_read > MAX_READ:
+            fail(f"absurd read: {result.largest_read:#x} bytes at once")
+        if result.reads > MAX_READS:
+            fail(f"too many reads: {result.reads}")
         stack = self.image.stack_segment()
         budget = (stack.end - stack.start) // 8 + 1 if stack else MAX_NATIVE_FRAMES
         if len(result.frames) >= min(budget, MAX_NATIVE_FRAMES - 1):

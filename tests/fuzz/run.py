@@ -34,7 +34,7 @@ def run_cases(subjects: Sequence[Subject], seed: int, count: int, progress=None)
     kinds: Counter = Counter()
     problems: Counter = Counter()
     slowest = (0.0, "")
-    changed = 0
+    changed = most_reads = largest_read = 0
     started = time.perf_counter()
     for number in range(count):
         subject = subjects[number % len(subjects)]
@@ -44,6 +44,8 @@ def run_cases(subjects: Sequence[Subject], seed: int, count: int, progress=None)
         case_start = time.process_time()
         found = subject.check(case_seed, mutation)
         changed += bool(getattr(subject, "last_changed", False))
+        reads, largest = getattr(subject, "last_reads", (0, 0))
+        most_reads, largest_read = max(most_reads, reads), max(largest_read, largest)
         seconds = time.process_time() - case_start
         if seconds > slowest[0]:
             slowest = (seconds, f"{subject.name} seed={case_seed} [{mutation}]")
@@ -68,6 +70,8 @@ def run_cases(subjects: Sequence[Subject], seed: int, count: int, progress=None)
         "over the frame budget": problems["frame budget"],
         "over the time budget": problems["slow"],
         "failing cases": len({(f.subject, f.seed) for f in failures}),
+        "most memory reads in a case": most_reads,
+        "largest memory read": largest_read,
         "seconds": round(time.perf_counter() - started, 1),
         "slowest case": f"{slowest[0]:.3f} s of CPU time with its checks ({slowest[1]})",
     }
