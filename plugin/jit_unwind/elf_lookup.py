@@ -119,10 +119,27 @@ def _defined(symbol) -> bool:
     return bool(symbol["st_value"]) and symbol["st_shndx"] != "SHN_UNDEF"
 
 
+_hash_tables: Dict[int, object] = {}
+
+
+def _hash_table(elf):
+    """The file's symbol hash table (.gnu.hash, else .hash), kept: pyelftools makes a new
+    section object, reading the table's header and Bloom filter, for every
+    ``get_section_by_name`` (milliseconds per lookup and file, dozens per stop)."""
+    key = id(elf)  # ELFFile objects live as long as elf_lookup._files keeps them
+    if key not in _hash_tables:
+        _hash_tables[key] = None
+        for table in (".gnu.hash", ".hash"):
+            section = elf.get_section_by_name(table)
+            if section is not None and hasattr(section, "get_symbol"):
+                _hash_tables[key] = section
+                break
+    return _hash_tables[key]
+
+
 def _exported_symbol(elf, name: str):
-    for table in (".gnu.hash", ".hash"):
-        section = elf.get_section_by_name(table)
-        if section is not None and hasattr(section, "get_symbol"):
-            symbol = section.get_symbol(name)
-            return symbol if symbol is not None and _defined(symbol) else None
-    return None
+    section = _hash_table(elf)
+    if section is None:
+        return None
+    symbol = section.get_symbol(name)
+    return symbol if symbol is not None and _defined(symbol) else None

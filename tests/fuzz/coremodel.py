@@ -289,6 +289,25 @@ class Symbolizer:
         return None
 
 
+_objects: Dict[Tuple[str, str], Optional[int]] = {}
+
+
+def _object_symbol(path: str, name: str) -> Optional[int]:
+    """The link-time value of symbol ``name`` in ``path``'s .symtab."""
+    if (path, name) not in _objects:
+        value = None
+        try:
+            with open(path, "rb") as handle:
+                section = ELFFile(handle).get_section_by_name(".symtab")
+                for symbol in (section.get_symbol_by_name(name) or ()) if section else ():
+                    if symbol["st_value"]:
+                        value = symbol["st_value"]
+        except Exception:
+            value = None
+        _objects[(path, name)] = value
+    return _objects[(path, name)]
+
+
 @dataclass
 class Unwinding:
     """The caller the test debugger found for a frame, or why it found none."""
@@ -345,10 +364,14 @@ class CoreFrame(debugger.Frame):
         cache = process.cache
         lookup = self._lookup()
         regions = cache.regions()
+        registered_start = None
         if regions.jit_region_at(lookup) is not None and not process.plain:
             named = cache.named_regions()
             if not named.is_registered(lookup):
                 return self._unwind_jit(pc, sp, named)
+            # Code registered through GDB's JIT interface: GDB unwinds it with the
+            # registered file's own information; here, by its frame pointer.
+            registered_start = named.symbol_at(lookup).start
         name = self.function_name()
         if name in OUTERMOST_FUNCTIONS:
             return Unwinding(outermost=True)
@@ -359,16 +382,19 @@ class CoreFrame(debugger.Frame):
             if caller == {}:
                 return Unwinding(outermost=True)
         if caller is None:
-            caller = self._frame_pointer(lookup)
+            caller = self._frame_pointer(lookup, registered_start)
         if caller is None:
             return Unwinding(reason="cannot unwind this frame: no call frame information "
                                     "and no frame pointer")
         return self._checked(caller, sp)
 
-    def _frame_pointer(self, lookup: int) -> Optional[Dict[str, int]]:
+    def _frame_pointer(self, lookup: int, start: Optional[int] = None
+                       ) -> Optional[Dict[str, int]]:
         process = self.thread.process
-        found = process.symbols.function(lookup)
-        code = process.memory.try_read(found[0], 8) if found else None
+        if start is None:
+            found = process.symbols.function(lookup)
+            start = found[0] if found else None
+        code = process.memory.try_read(start, 8) if start is not None else None
         rbp = self.registers.get("rbp")
         if code is None or not starts_frame_pointer(code) or rbp is None:
             return None
@@ -439,9 +465,12 @@ class CoreProcess(debugger.Process):
     debugger_name = "the fuzzer's core reader"
 
     def __init__(self, image: CoreImage, memory: CoreMemory, pid: int,
-                 core_path: Optional[Path] = None, plain: bool = False):
-        """``plain``: the debugger without jit-unwind (JIT frames are not unwound)."""
+                 core_path: Optional[Path] = None, plain: bool = False,
+                 debug_symbols: Tuple[str, ...] = ()):
+        """``plain``: the debugger without jit-unwind (JIT frames are not unwound);
+        ``debug_symbols``: globals it finds as from debug info (the files' .symtab)."""
         self.plain = plain
+        self.debug_symbols = debug_symbols
         self.image = image
         self.memory = memory
         self._pid = pid
@@ -477,7 +506,16 @@ class CoreProcess(debugger.Process):
         return self._threads[0] if self._threads else None
 
     def symbol_address(self, name):
-        return None  # no debug info: the core falls back to the files' symbol tables
+        """No debug info: None (the core falls back to the files' symbol tables), but
+        for the few names a recipe says GDB would find in its DWARF."""
+        if name not in self.debug_symbols:
+            return None
+        for path in self.module_paths():
+            bias = self.symbols.bias(path)
+            value = _object_symbol(path, name) if bias is not None else None
+            if value:
+                return value + bias
+        return None
 
     def member_offset(self, type_name, member_path):
         return None

@@ -25,6 +25,8 @@ class Recipe:
     args: Tuple[str, ...]
     before: Tuple[str, ...] = ()
     python: bool = False
+    # Globals the test debugger finds "from debug info" (GDB would, from DWARF).
+    debug_symbols: Tuple[str, ...] = ()
 
 
 def _toyjit() -> Path:
@@ -36,8 +38,12 @@ RECIPES: Dict[str, Recipe] = {
     "toy-frameless": Recipe(_toyjit, ("frameless", "3", "sigtrap", "--perf-map")),
     "toy-mixed": Recipe(_toyjit, ("mixed", "3", "sigtrap", "--perf-map")),
     "toy-mixed-nomap": Recipe(_toyjit, ("mixed", "3", "sigtrap")),
+    "toy-gdb-jit": Recipe(_toyjit, ("mixed", "3", "sigtrap", "--gdb-jit"),
+                          debug_symbols=("__jit_debug_descriptor",)),
     "py3.12-perf": Recipe(lambda: pyenv_python("3.12.1"), ("-X", "perf", str(RECURSE)),
                           python=True),
+    "py3.12-threads": Recipe(lambda: pyenv_python("3.12.1"),
+                             ("-X", "perf", str(SCRIPTS / "three_threads.py")), python=True),
     "py3.13-jit": Recipe(lambda: jit_python("3.13"),
                          (str(SCRIPTS / "jit_scenarios.py"), "kill"),
                          ("set environment PYTHON_JIT=1",), python=True),
@@ -55,6 +61,7 @@ class RecordedCore:
     pid: int
     python: bool
     perf_map: Path  # the saved copy, or a path that does not exist
+    debug_symbols: Tuple[str, ...] = ()
 
     def install_perf_map(self) -> None:
         """Put the saved perf map back where the core's process wrote it."""
@@ -88,7 +95,8 @@ def record_core(name: str, directory: Path) -> RecordedCore:
             perf_map.unlink()
         pid_file.write_text(str(pid))
     pid = int(pid_file.read_text())
-    return RecordedCore(name, program, core, pid, recipe.python, saved_map)
+    return RecordedCore(name, program, core, pid, recipe.python, saved_map,
+                        recipe.debug_symbols)
 
 
 def record_cores(names: Sequence[str], directory: Path) -> List[RecordedCore]:

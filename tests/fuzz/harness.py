@@ -50,6 +50,7 @@ from tests.fuzz.cores import RecordedCore
 from tests.support import REPO
 
 SCHEMA = json.loads((REPO / "docs" / "py-mixed-bt.schema.json").read_text())
+VALIDATOR = jsonschema.validators.validator_for(SCHEMA)(SCHEMA)  # checked once
 # Seconds of CPU time per case (the process's own: other load on the machine does not
 # count); the longest case is reported.
 TIME_BUDGET = 1.0
@@ -112,7 +113,7 @@ class Failure:
     def __str__(self) -> str:
         return (f"{self.subject} seed={self.seed} [{self.mutation}]: {self.problem}\n"
                 f"  reproduce: make fuzz FUZZ_SUBJECTS={self.subject} FUZZ_SEED={self.seed} "
-                f"FUZZ_COUNT=1")
+                f"FUZZ_COUNT=1 FUZZ_E2E=0")
 
 
 @contextmanager
@@ -142,7 +143,8 @@ class Subject:
 
     def process(self, memory: CoreMemory, mutation: Mutation,
                 plain: bool = False) -> CoreProcess:
-        process = CoreProcess(self.image, memory, self.recorded.pid, plain=plain)
+        process = CoreProcess(self.image, memory, self.recorded.pid, plain=plain,
+                              debug_symbols=self.recorded.debug_symbols)
         if mutation.registers and process.threads():
             state = process.threads()[0].state
             state.registers = {**state.registers, **mutation.registers}
@@ -316,7 +318,7 @@ class Subject:
         if result.mixed_json is not None:
             try:
                 document = json.loads(result.mixed_json)
-                jsonschema.validate(document, SCHEMA)
+                VALIDATOR.validate(document)
             except Exception as error:  # noqa: BLE001
                 fail(f"py-mixed-bt --json is not valid: {error}")
 

@@ -31,6 +31,7 @@ class Targets:
     text: List[Tuple[int, int]]       # executable file mappings
     jit_pcs: List[int]                # pcs of the intact walk's JIT frames
     python: Optional[dict]            # CPython structures (see _python_targets)
+    jit_interface: Optional[dict] = None  # GDB's JIT interface (see _jit_interface_targets)
 
 
 def targets_of(subject: Subject) -> Targets:
@@ -50,9 +51,52 @@ def targets_of(subject: Subject) -> Targets:
                 .startswith("/")]
         jit_pcs = [f.pc for f in subject.reference.frames if f.kind.value == "jit"]
         python = _python_targets(subject, process) if subject.recorded.python else None
+        interface = _jit_interface_targets(process)
     subject._targets = Targets((stack.start, stack.end), min(walked_top, stack.end), frames,
-                               jit, text, jit_pcs, python)
+                               jit, text, jit_pcs, python, interface)
     return subject._targets
+
+
+def _jit_interface_targets(process) -> Optional[dict]:
+    """``__jit_debug_descriptor``, its entries and their in-memory ELF files."""
+    descriptor = process.symbol_address("__jit_debug_descriptor")
+    if descriptor is None:
+        return None
+    entries = []
+    entry = process.memory.try_read_u64(descriptor + 16)
+    while entry and len(entries) < 100:
+        words = process.memory.try_read(entry, 32)
+        if words is None:
+            break
+        following, _previous, symfile, size = struct.unpack("<QQQQ", words)
+        entries.append((entry, symfile, size))
+        entry = following
+    return {"descriptor": descriptor, "entries": entries}
+
+
+def gdb_jit(rng, t: Targets) -> Optional[Mutation]:
+    """GDB's JIT interface garbled: the descriptor, an entry (next, symfile address,
+    size) or bytes of a registered ELF file (its header, section headers, anywhere)."""
+    interface = t.jit_interface
+    if not interface or not interface["entries"]:
+        return None
+    entry, symfile, size = rng.choice(interface["entries"])
+    choice = rng.randrange(4)
+    if choice == 0:
+        slot = interface["descriptor"] + 8 * rng.randrange(3)
+        where = "descriptor"
+    elif choice == 1:
+        slot = entry + 8 * rng.choice([0, 2, 3])
+        where = f"entry {entry:#x}"
+    else:
+        patches = {}
+        for _ in range(rng.randrange(1, 17)):
+            offset = rng.randrange(64) if choice == 2 else rng.randrange(max(size, 1))
+            patches[symfile + offset] = bytes([rng.getrandbits(8)])
+        return Mutation("gdb-jit", f"ELF file {symfile:#x}+{size:#x}: " + ", ".join(
+            f"+{a - symfile:#x}={b[0]:#04x}" for a, b in sorted(patches.items())), patches)
+    value = nasty_value(rng, t) if rng.random() < 0.7 else rng.choice([entry, symfile, 1 << 40])
+    return Mutation("gdb-jit", f"{where}: [{slot:#x}] = {value:#x}", {slot: _word(value)})
 
 
 def _python_targets(subject: Subject, process) -> Optional[dict]:
@@ -383,6 +427,8 @@ def mutation_for(subject: Subject, seed: int) -> Mutation:
         (5, lambda: stack_words(rng, t)),
         (1, lambda: perf_map(rng, t, subject.perf_map)),
     ]
+    if t.jit_interface:
+        makers.append((6, lambda: gdb_jit(rng, t)))
     if t.python:
         makers += [(4, lambda: py_chain(rng, t)), (2, lambda: py_code(rng, t)),
                    (2, lambda: debug_offsets(rng, t)), (2, lambda: runtime_words(rng, t))]

@@ -39,3 +39,21 @@ def test_symbol_table_index_is_built_once_per_file(fuzz_subjects, monkeypatch):
     monkeypatch.setattr(SymbolTableSection, "get_symbol", counting)
     assert not subject.check(136, mutation_for(subject, 136))
     assert len(parsed) < 1000, f"{len(parsed)} symbols parsed in one case"
+
+
+def test_hash_tables_are_read_once_per_file(fuzz_subjects, monkeypatch):
+    """py3.12-threads seed 907 went over the time budget: each symbol lookup of each stop
+    made pyelftools read every mapped file's .gnu.hash header and Bloom filter again
+    (39 times in one case, a fifth of its time)."""
+    from elftools.elf.elffile import ELFFile
+    subject = fuzz_subjects["py3.12-threads"]
+    assert not subject.check(907, mutation_for(subject, 907))
+    asked = []
+    original = ELFFile.get_section_by_name
+
+    def counting(self, name):
+        asked.append(name)
+        return original(self, name)
+    monkeypatch.setattr(ELFFile, "get_section_by_name", counting)
+    assert not subject.check(907, mutation_for(subject, 907))
+    assert ".gnu.hash" not in asked and ".hash" not in asked, asked
