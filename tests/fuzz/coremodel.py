@@ -20,7 +20,7 @@ the walk depends on" oracle rests on that.
 import bisect
 import contextlib
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 

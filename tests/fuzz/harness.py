@@ -31,7 +31,6 @@ import signal
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import jsonschema
@@ -44,8 +43,6 @@ from jit_unwind.regions.perfmap import parse_perf_map
 from jit_unwind.session import StopCache
 from jit_unwind.stack import jit_label, walk
 from tests.fuzz.coremodel import MAX_NATIVE_FRAMES, CoreImage, CoreMemory, CoreProcess
-
-_CoreMemory = CoreMemory
 from tests.fuzz.cores import RecordedCore
 from tests.support import REPO
 
@@ -188,12 +185,13 @@ class Subject:
 
     def _run(self, mutation: Mutation, trace: bool) -> Walked:
         start = time.process_time()
-        memories = []
+        memories: List[CoreMemory] = []
 
-        def CoreMemory(*args):  # noqa: N802 - the class, with each instance kept
-            memories.append(_CoreMemory(*args))
+        def fresh_memory(traced: bool = False) -> CoreMemory:
+            """The mutated core's memory for one more stop (each kept for its counts)."""
+            memories.append(CoreMemory(self.image, mutation.patches, mutation.cut, traced))
             return memories[-1]
-        memory = CoreMemory(self.image, mutation.patches, mutation.cut, trace)
+        memory = fresh_memory(trace)
         # 1. The native walk (bt, py-mixed-bt's native part): a fresh stop.
         process = self.process(memory, mutation)
         threads = process.threads()
@@ -207,8 +205,7 @@ class Subject:
             labels = recording.labels[:len(frames)]
         native_trace = memory.trace if trace else []
         # The debugger's own walk, without jit-unwind: what bt must keep.
-        process = self.process(CoreMemory(self.image, mutation.patches, mutation.cut),
-                               mutation, plain=True)
+        process = self.process(fresh_memory(), mutation, plain=True)
         plain = process.plain_walk()
         plain_end = next((i for i, (_, pc) in enumerate(plain)
                           if pc is not None and process.cache.regions().jit_region_at(
@@ -218,21 +215,19 @@ class Subject:
         python, python_reason, python_trace, records = None, "", [], []
         mixed_json = None
         if self.recorded.python and threads:
-            memory = CoreMemory(self.image, mutation.patches, mutation.cut, trace)
+            memory = fresh_memory(trace)
             process = self.process(memory, mutation)
             python, python_reason, records = _python_thread(process, memory)
             python_trace = memory.trace if trace else []
             # 3. py-mixed-bt --all-threads --json on a fresh stop.
-            memory = CoreMemory(self.image, mutation.patches, mutation.cut)
-            process = self.process(memory, mutation)
+            process = self.process(fresh_memory(), mutation)
             try:
                 mixed_json = py_mixed_bt(process, process.cache, ["--all-threads", "--json"])
             except CommandError as error:
                 mixed_json = None
                 python_reason = python_reason or f"py-mixed-bt: {error}"
         # 4. info jit-regions.
-        memory = CoreMemory(self.image, mutation.patches, mutation.cut)
-        process = self.process(memory, mutation)
+        process = self.process(fresh_memory(), mutation)
         try:
             regions_text = jit_regions(process, process.cache, "")
         except CommandError as error:
@@ -458,11 +453,3 @@ def _levels(frames) -> str:
 def _show(frame) -> Tuple:
     return (frame.level, frame.kind.value, frame.pc, frame.name, frame.guess,
             frame.stop_reason, frame.method)
-
-
-def load_subjects(recorded: List[RecordedCore]) -> List[Subject]:
-    return [Subject(core) for core in recorded]
-
-
-def core_path(subject: Subject) -> Path:
-    return subject.recorded.core
