@@ -55,7 +55,9 @@ def run_cases(subjects: Sequence[Subject], seed: int, count: int, progress=None)
         most_reads, largest_read = max(most_reads, reads), max(largest_read, largest)
         seconds = time.process_time() - case_start
         if seconds > slowest[0]:
-            slowest = (seconds, f"{subject.name} seed={case_seed} [{mutation}]")
+            described = str(mutation)
+            described = described if len(described) < 120 else described[:117] + "..."
+            slowest = (seconds, f"{subject.name} seed={case_seed} [{described}]")
         for failure in found:
             problems[failure.problem.split(":")[0]] += 1
             if progress:

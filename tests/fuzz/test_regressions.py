@@ -57,3 +57,39 @@ def test_hash_tables_are_read_once_per_file(fuzz_subjects, monkeypatch):
     monkeypatch.setattr(ELFFile, "get_section_by_name", counting)
     assert not subject.check(907, mutation_for(subject, 907))
     assert ".gnu.hash" not in asked and ".hash" not in asked, asked
+
+
+def test_no_negative_line_from_a_garbage_code_object(fuzz_subjects):
+    """py3.14-jit seed 6075: words of a code object overwritten, its co_firstlineno
+    among them: py-mixed-bt --json printed line -627529854, which its schema forbids
+    (a line is unknown, null, rather than impossible)."""
+    subject = fuzz_subjects["py3.14-jit"]
+    mutation = Mutation("py-code", "co_firstlineno of hot() negative",
+                        {_code_of(subject, "hot") + _firstlineno_offset(subject):
+                         (-627529854).to_bytes(4, "little", signed=True)})
+    assert not subject.check(6075, mutation)
+    assert not subject.check(6075, mutation_for(subject, 6075))
+
+
+def _code_of(subject, name):
+    return next(f.code_address for f in subject.reference.python if f.name == name)
+
+
+def _firstlineno_offset(subject):
+    from jit_unwind.session import StopCache
+    from tests.fuzz.coremodel import CoreMemory
+    with subject.perf_map_installed(None):
+        process = subject.process(CoreMemory(subject.image), Mutation("none", ""))
+        runtime, _ = StopCache(process).python_runtime()
+    return runtime.layout.code_firstlineno
+
+
+def test_an_undecodable_fde_is_no_exception(fuzz_subjects):
+    """toy-fp seed 6841: a return slot pointing into a libc function whose FDE holds an
+    instruction pyelftools does not decode ("Unknown CFI opcode", raised while
+    formatting its own message): unwind_with_cfi let the exception out instead of
+    saying it cannot tell (LLDB's walk caught it; the core's entry point did not)."""
+    subject = fuzz_subjects["toy-fp"]
+    mutation = mutation_for(subject, 6841)
+    assert mutation.kind == "return-slot", mutation
+    assert not subject.check(6841, mutation)
