@@ -90,8 +90,8 @@ def symbol_address(mappings: Iterable[Mapping], name: str,
     pyelftools does by parsing every symbol: seconds for a large library, so only for
     names worth it."""
     files = list(_mapped_files(mappings))
-    for _path, elf, bias in files:
-        symbol = _exported_symbol(elf, name)
+    for path, elf, bias in files:
+        symbol = _exported_symbol(path, elf, name)
         if symbol is not None:
             return symbol["st_value"] + bias
     if full_tables:
@@ -119,26 +119,25 @@ def _defined(symbol) -> bool:
     return bool(symbol["st_value"]) and symbol["st_shndx"] != "SHN_UNDEF"
 
 
-_hash_tables: Dict[int, object] = {}
+_hash_tables: Dict[str, object] = {}
 
 
-def _hash_table(elf):
+def _hash_table(path: str, elf):
     """The file's symbol hash table (.gnu.hash, else .hash), kept: pyelftools makes a new
     section object, reading the table's header and Bloom filter, for every
     ``get_section_by_name`` (milliseconds per lookup and file, dozens per stop)."""
-    key = id(elf)  # ELFFile objects live as long as elf_lookup._files keeps them
-    if key not in _hash_tables:
-        _hash_tables[key] = None
+    if path not in _hash_tables:
+        _hash_tables[path] = None
         for table in (".gnu.hash", ".hash"):
             section = elf.get_section_by_name(table)
             if section is not None and hasattr(section, "get_symbol"):
-                _hash_tables[key] = section
+                _hash_tables[path] = section
                 break
-    return _hash_tables[key]
+    return _hash_tables[path]
 
 
-def _exported_symbol(elf, name: str):
-    section = _hash_table(elf)
+def _exported_symbol(path: str, elf, name: str):
+    section = _hash_table(path, elf)
     if section is None:
         return None
     symbol = section.get_symbol(name)
