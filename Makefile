@@ -10,7 +10,7 @@ APT_PACKAGES := gdb gcc make python3 python3-venv python3-pyelftools python3-tab
 FIXTURE_CFLAGS := -O0 -g -fno-omit-frame-pointer -Wall -Wextra
 PYTEST_ARGS ?=
 
-.PHONY: demo test apt-deps venv fixtures cpython-fixtures clean
+.PHONY: demo test fuzz apt-deps venv fixtures cpython-fixtures clean
 
 demo: apt-deps $(BUILD)/toyjit
 	@echo "== toy JIT: C -> JIT (frame pointer) -> C -> JIT (frameless, via trampoline) -> C, stopped by SIGTRAP"
@@ -20,6 +20,17 @@ demo: apt-deps $(BUILD)/toyjit
 
 test: apt-deps venv fixtures
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS) tests
+
+# The core-level fuzz run (docs/robustness.md): FUZZ_SEED, FUZZ_COUNT, FUZZ_SUBJECTS
+# (comma-separated, see tests/fuzz/cores.py), FUZZ_CORES (keep the recorded cores there),
+# FUZZ_E2E (random corrupted cores through GDB 18 and LLDB 23 afterwards; 0 skips them).
+FUZZ_SEED ?= 1
+FUZZ_COUNT ?= 10000
+FUZZ_E2E ?= 60
+fuzz: apt-deps venv fixtures
+	FUZZ_SEED=$(FUZZ_SEED) FUZZ_COUNT=$(FUZZ_COUNT) $(VENV)/bin/python -m tests.fuzz.run
+	if [ "$(FUZZ_E2E)" != 0 ]; then FUZZ_E2E_CASES=$(FUZZ_E2E) FUZZ_SEED=$(FUZZ_SEED) \
+	    $(VENV)/bin/python -m pytest -q tests/e2e/test_random_corrupted_cores.py; fi
 
 # apt-get runs only when a package is missing: repeated runs stay fast.
 apt-deps:

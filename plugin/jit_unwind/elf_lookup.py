@@ -90,27 +90,55 @@ def symbol_address(mappings: Iterable[Mapping], name: str,
     pyelftools does by parsing every symbol: seconds for a large library, so only for
     names worth it."""
     files = list(_mapped_files(mappings))
-    for _path, elf, bias in files:
-        symbol = _exported_symbol(elf, name)
+    for path, elf, bias in files:
+        symbol = _exported_symbol(path, elf, name)
         if symbol is not None:
             return symbol["st_value"] + bias
     if full_tables:
-        for _path, elf, bias in files:
-            section = elf.get_section_by_name(".symtab")
+        for path, elf, bias in files:
+            section = _symtab(path, elf)
             for symbol in (section.get_symbol_by_name(name) or ()) if section else ():
                 if _defined(symbol):
                     return symbol["st_value"] + bias
     return None
 
 
+_symtabs: Dict[str, object] = {}
+
+
+def _symtab(path: str, elf):
+    """The file's ``.symtab``, kept: pyelftools builds its name index once per section
+    object (every symbol parsed, about a second for libpython), and hands out a new
+    object for each ``get_section_by_name``."""
+    if path not in _symtabs:
+        _symtabs[path] = elf.get_section_by_name(".symtab")
+    return _symtabs[path]
+
+
 def _defined(symbol) -> bool:
     return bool(symbol["st_value"]) and symbol["st_shndx"] != "SHN_UNDEF"
 
 
-def _exported_symbol(elf, name: str):
-    for table in (".gnu.hash", ".hash"):
-        section = elf.get_section_by_name(table)
-        if section is not None and hasattr(section, "get_symbol"):
-            symbol = section.get_symbol(name)
-            return symbol if symbol is not None and _defined(symbol) else None
-    return None
+_hash_tables: Dict[str, object] = {}
+
+
+def _hash_table(path: str, elf):
+    """The file's symbol hash table (.gnu.hash, else .hash), kept: pyelftools makes a new
+    section object, reading the table's header and Bloom filter, for every
+    ``get_section_by_name`` (milliseconds per lookup and file, dozens per stop)."""
+    if path not in _hash_tables:
+        _hash_tables[path] = None
+        for table in (".gnu.hash", ".hash"):
+            section = elf.get_section_by_name(table)
+            if section is not None and hasattr(section, "get_symbol"):
+                _hash_tables[path] = section
+                break
+    return _hash_tables[path]
+
+
+def _exported_symbol(path: str, elf, name: str):
+    section = _hash_table(path, elf)
+    if section is None:
+        return None
+    symbol = section.get_symbol(name)
+    return symbol if symbol is not None and _defined(symbol) else None

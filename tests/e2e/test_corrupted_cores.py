@@ -269,7 +269,9 @@ def truncate(subject: Subject, dst: Path, how: str) -> Path:
 # --- what a user sees ---------------------------------------------------------------
 
 _ADDRESS = re.compile(r"^#\d+\s+(0x[0-9a-f]+) in ")
-_SUFFIX = re.compile(r" \[(?:guess|via|unwind stopped)[^\]]*\]")
+# A reason may hold " (" ("previous frame inner to this frame (corrupt stack?)"), where
+# parse_backtrace ends the function's name: the mark may have lost its "]".
+_SUFFIX = re.compile(r" \[(?:guess|via|unwind stopped)[^\]]*(?:\]|$)")
 _STOPPED = "[unwind stopped: "
 
 

@@ -40,9 +40,11 @@ class CodeInfo:
         return -1 <= self.instruction_index(instr_address) < self.size
 
     def line_of(self, instr_address: int) -> Optional[int]:
-        """Line of the instruction at ``instr_address``, as ``PyCode_Addr2Line`` does."""
-        return line_for_index(self.linetable, self.firstlineno,
+        """Line of the instruction at ``instr_address``, as ``PyCode_Addr2Line`` does;
+        None for a negative one (a corrupted ``co_firstlineno`` or line table)."""
+        line = line_for_index(self.linetable, self.firstlineno,
                               self.instruction_index(instr_address))
+        return line if line is None or line >= 0 else None
 
 
 def read_code(memory: Memory, layout: Layout, address: int,

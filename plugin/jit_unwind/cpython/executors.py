@@ -497,8 +497,10 @@ class _Reader:
         """3.13's static ``COLD_EXITS`` array (when the lookup knows the symbol):
         ``(index, executor)`` of those with machine code, and a stop reason."""
         layout = self.layout
+        if not layout.cold_exit_count:  # 3.14+ has none: no lookup (a missing name
+            return [], ""               # costs a parse of the whole symbol table)
         base = self.lookup("COLD_EXITS") if self.lookup is not None else None
-        if not base or not layout.cold_exit_count:
+        if not base:
             return [], ""
         found = []
         for index in range(layout.cold_exit_count):

@@ -53,8 +53,12 @@ class CfiTable:
         start, end, entry = self.entries[index]
         if not start <= file_pc < end:
             return None
+        try:
+            table = entry.get_decoded().table
+        except Exception:  # an instruction pyelftools cannot decode (it raises on those)
+            return None
         row = None
-        for candidate in entry.get_decoded().table:
+        for candidate in table:
             if candidate["pc"] <= file_pc:
                 row = candidate
             else:
