@@ -184,7 +184,9 @@ class JitFrameFilter:
         if not self._enabled:
             return False
         try:
-            return STATE.has_jit_or_python()
+            if STATE.is_python_process():
+                return True
+            return STATE.regions().has_jit() and thread_runs_jit_code()
         except Exception:
             return False
 
@@ -202,6 +204,49 @@ class JitFrameFilter:
         if thread is None or not thread.frames:
             return frames
         return interleave(frames, thread)
+
+
+# Beyond this many frames the check below stops walking and keeps the filter on.
+MAX_CHECKED_FRAMES = 20_000
+
+
+def thread_runs_jit_code() -> bool:
+    """Whether a frame of the selected thread's stack runs JIT code (or our unwinder
+    handled it), once per thread and stop.  A stack without any is exactly what plain
+    ``bt`` prints, and GDB prints it much faster without an enabled filter: every frame
+    through Python costs as much as unwinding it.  The walk costs little as GDB keeps
+    the frames it unwinds for the ``bt`` that asked."""
+    thread = gdb.selected_thread()
+    if thread is None:
+        return False
+    memo = STATE.regions().memo
+    key = ("thread-runs-jit-code", thread.num)
+    if key not in memo:
+        memo[key] = _walk_finds_jit_code()
+    return memo[key]
+
+
+def _walk_finds_jit_code() -> bool:
+    regions = STATE.regions()
+    unwound = STATE.unwound_pcs
+    try:
+        frame = gdb.newest_frame()
+        innermost = True
+        for _ in range(MAX_CHECKED_FRAMES):
+            try:
+                pc = frame.pc()
+            except gdb.error:  # "PC not available": no code to ask about
+                pc = None
+            if pc is not None and (pc in unwound or regions.jit_region_at(
+                    pc if innermost else pc - 1) is not None):
+                return True
+            frame = frame.older()
+            if frame is None:
+                return False
+            innermost = False
+    except gdb.error:  # GDB's walk ends here, and plain bt says why
+        return False
+    return True  # too deep to check: keep the filter
 
 
 def walk(frame_iter):
