@@ -49,12 +49,14 @@ class JitUnwinder(Unwinder):
 
     def _unwind(self, pending_frame):
         regions = STATE.regions()
-        if not regions.has_jit():  # most processes: one attribute check per frame
+        if not STATE.has_jit:  # most processes: one attribute check per frame
             return None
         if self._has_pc:
             pc = pending_frame.pc()
         else:
             pc = int(pending_frame.read_register("rip"))
+        if not regions.near_jit(pc):  # native frames of a JIT process: one bisect
+            return None
         level = pending_frame.level()
         innermost = level == 0
         lookup = pc if innermost else pc - 1
