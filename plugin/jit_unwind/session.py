@@ -37,9 +37,12 @@ class StopCache:
         self.debugger_stops: Dict[Tuple[int, Optional[int]], str] = {}
         self._named = False
         self._memo: Dict[object, object] = {}
+        # The last region map before the process ran again: see known_native().
+        self._before_resume: Optional[RegionMap] = None
 
     def invalidate(self, *_args) -> None:
         self._regions = None
+        self._before_resume = None
         self.has_jit = None
         self._named = False
         self.unwound.clear()
@@ -47,6 +50,23 @@ class StopCache:
         self.guessed.clear()
         self.debugger_stops.clear()
         self._memo.clear()
+
+    def resumed(self, *_args) -> None:
+        """The process runs again (continue, step, stepi): drop everything, as
+        :meth:`invalidate`, but keep the last region map for :meth:`known_native`."""
+        previous = self._regions or self._before_resume
+        self.invalidate()
+        self._before_resume = previous
+
+    def known_native(self, pc: int) -> bool:
+        """True when ``pc`` was in a file's code (a program's or library's, not JIT
+        code) before the process last ran, and no region map was built since: the
+        unwinder's answer for native frames right after a step, without reading the
+        mappings again (reading them was most of a ``stepi``'s cost).  A file's code
+        stays until the file is unloaded, which the adapters' object-file events
+        report (they call :meth:`invalidate`, which forgets the old map)."""
+        previous = self._before_resume
+        return previous is not None and self._regions is None and previous.in_file_code(pc)
 
     def check_process(self) -> None:
         """Drop everything when another inferior or process is selected."""
@@ -64,6 +84,7 @@ class StopCache:
             self.check_process()
             self._regions, self.problem = build_region_map(self.process)
             self.has_jit = self._regions.has_jit()
+            self._before_resume = None
         return self._regions
 
     def named_regions(self) -> RegionMap:

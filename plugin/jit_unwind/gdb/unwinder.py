@@ -48,13 +48,15 @@ class JitUnwinder(Unwinder):
         return gdb.Value(number).cast(self._u64)
 
     def _unwind(self, pending_frame):
-        regions = STATE.regions()
-        if not STATE.has_jit:  # most processes: one attribute check per frame
-            return None
         if self._has_pc:
             pc = pending_frame.pc()
         else:
             pc = int(pending_frame.read_register("rip"))
+        if STATE.known_native(pc):  # after a step: no need to read the mappings again
+            return None
+        regions = STATE.regions()
+        if not STATE.has_jit:  # most processes: one attribute check per frame
+            return None
         if not regions.near_jit(pc):  # native frames of a JIT process: one bisect
             return None
         level = pending_frame.level()

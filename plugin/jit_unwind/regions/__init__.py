@@ -86,6 +86,7 @@ class RegionMap:
         # recursion through JIT code asks about the same few pcs thousands of times.
         self.memo: dict = {}
         self._spans: Optional[tuple] = None  # see near_jit()
+        self._file_code: Optional[tuple] = None  # see in_file_code()
 
     def add_symbols(self, symbols: Sequence[Region]) -> None:
         """Add named entries found later (a runtime's JIT code, GDB's JIT interface),
@@ -118,6 +119,17 @@ class RegionMap:
         starts, ends = spans
         index = bisect.bisect_right(starts, pc) - 1
         return index >= 0 and pc <= ends[index]
+
+    def in_file_code(self, pc: int) -> bool:
+        """True when ``pc`` and ``pc - 1`` lie in a file's executable mapping (a
+        program's or library's code, never JIT code) and no named entry covers them."""
+        spans = self._file_code
+        if spans is None:
+            spans = self._file_code = _merged(
+                m for m in self.mappings if m.executable and not m.anonymous)
+        starts, ends = spans
+        index = bisect.bisect_right(starts, pc) - 1
+        return index >= 0 and starts[index] < pc < ends[index] and not self.near_jit(pc)
 
     def symbol_at(self, address: int) -> Optional[Region]:
         """The named entry (perf map, JIT interface) holding ``address``."""
