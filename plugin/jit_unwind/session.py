@@ -4,18 +4,21 @@ unwinder found.  Adapters call :meth:`StopCache.invalidate` from their debugger'
 (continue, new object file, exit, memory written, inferior call); nothing else clears it.
 """
 
-import os
-from typing import Dict, Optional, Set, Tuple
+from __future__ import annotations
 
-from .cpython import CPythonError, CPythonRuntime, PyThread, find_runtime
-from .cpython import version_from_library_name
-from .cpython.executors import DWARF_FIELDS, executor_layout, read_executors
+import os
+from typing import TYPE_CHECKING, Dict, Optional, Set, Tuple
+
 from .dependencies import WITHOUT_PYELFTOOLS, missing, warn_missing
 from .elf_lookup import have_pyelftools, section_address, symbol_address
 from .model import Unwound
 from .regions import RegionMap
-from .regions.cpython_jit import executor_regions
 from .regions.discovery import build_region_map, jit_interface_regions
+
+# The CPython model is imported when a Python process is first looked at: most
+# programs are not, and loading the plugin should cost little (bench/load_and_step.py).
+if TYPE_CHECKING:
+    from .cpython import CPythonRuntime, PyThread
 
 
 class StopCache:
@@ -151,6 +154,7 @@ class StopCache:
         return self._cached("python-runtime", self._python_runtime)
 
     def _python_runtime(self):
+        from .cpython import CPythonError, find_runtime
         if self.process.pid() is None:
             return None, "no process: run a program or load a core file first"
         try:
@@ -167,6 +171,7 @@ class StopCache:
     def _version_hint(self):
         """major.minor from the interpreter's file names (libpython3.10.so, python3.10):
         lets the error for CPython 3.10 and older name the version."""
+        from .cpython import version_from_library_name
         for path in self.process.module_paths():
             version = version_from_library_name(path)
             if version is not None:
@@ -201,6 +206,9 @@ class StopCache:
         return self._cached("runtime-jit-regions", self._jit_code_regions)
 
     def _jit_code_regions(self):
+        from .cpython import CPythonError
+        from .cpython.executors import read_executors
+        from .regions.cpython_jit import executor_regions
         runtime, _reason = self.python_runtime()
         if runtime is None or runtime.version.minor_version < (3, 13):
             return []
@@ -214,6 +222,7 @@ class StopCache:
     def _dwarf_executor_layout(self, runtime):
         """Executor offsets from the interpreter's DWARF when it has them, else None (the
         built-in table for the version is used)."""
+        from .cpython.executors import DWARF_FIELDS
         offsets = {}
         for field, (type_name, member) in DWARF_FIELDS.items():
             offset = self.process.member_offset(type_name, member)
@@ -224,6 +233,8 @@ class StopCache:
 
 
 def _with(runtime, offsets):
+    from .cpython import CPythonError
+    from .cpython.executors import executor_layout
     try:
         return executor_layout(runtime.version).with_offsets("DWARF", **offsets)
     except CPythonError:

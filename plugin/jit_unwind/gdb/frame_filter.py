@@ -23,7 +23,6 @@ from gdb.FrameDecorator import FrameDecorator
 from ..frames import marks, walk_stopped
 from ..stack import ended_by_unwinder, jit_label, remember_stop
 from .debugger import GdbFrame, gdb_stop_reason
-from .python_frames import interleave, python_thread
 from .settings import debug_log, show_method
 from .state import STATE
 
@@ -195,6 +194,8 @@ class JitFrameFilter:
         self._enabled = bool(value)
 
     def filter(self, frame_iter):
+        # The CPython model only once a backtrace needs it: not at the plugin's load.
+        from .python_frames import interleave, python_thread
         frames = walk(frame_iter)
         try:
             thread = python_thread()

@@ -8,7 +8,6 @@ binary search.
 import gdb
 from gdb.unwinder import Unwinder
 
-from ..unwind import UnwindContext, unwind_jit_frame
 from .settings import debug_log
 from .state import STATE
 
@@ -75,6 +74,7 @@ class JitUnwinder(Unwinder):
         def read_register(name):
             return int(pending_frame.read_register(name))
 
+        from ..unwind import UnwindContext, unwind_jit_frame  # once JIT code runs
         ctx = UnwindContext(pc, sp, self._memory, regions, read_register, innermost,
                             STATE.process.function_start)
         result = unwind_jit_frame(ctx)
