@@ -14,6 +14,17 @@ from .state import STATE
 X86_64 = "i386:x86-64"
 
 
+_STRATEGIES = []
+
+
+def _strategies():
+    """The core's unwind strategies, imported once JIT code is met (not at load)."""
+    if not _STRATEGIES:
+        from ..unwind import UnwindContext, unwind_jit_frame
+        _STRATEGIES.extend((UnwindContext, unwind_jit_frame))
+    return _STRATEGIES
+
+
 class _FrameId:
     """GDB 13's frame id: any object with ``sp`` and ``pc`` gdb.Values."""
 
@@ -79,7 +90,7 @@ class JitUnwinder(Unwinder):
             read[name] = (value, int(value))
             return read[name][1]
 
-        from ..unwind import UnwindContext, unwind_jit_frame  # once JIT code runs
+        UnwindContext, unwind_jit_frame = _strategies()
         ctx = UnwindContext(pc, sp, self._memory, regions, read_register, innermost,
                             STATE.process.function_start)
         result = unwind_jit_frame(ctx)
