@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, List
 
 from ..debugger import Process, Thread
 from ..session import StopCache
-from . import CommandError, Parser
+from . import CommandError
 
 # The walk, the merge and the rendering are imported when the command first runs:
 # registering it (its help) should cost the debugger's start-up little.
@@ -26,13 +26,14 @@ memory is read: nothing runs in the program, so this works on core files too.
   --json              one JSON document (schema: docs/py-mixed-bt.schema.json)
   --python-only, -p   only the Python frames, like py-bt; fast, no native unwinding"""
 
-_PARSER: List[Parser] = []
+_PARSER: list = []
 
 
-def parser() -> Parser:
+def parser():
     """The options' parser, made on first use (argparse's help formatter pulls in
     shutil and locale: milliseconds of the debugger's start-up otherwise)."""
     if not _PARSER:
+        from . import Parser
         made = Parser(prog="py-mixed-bt", add_help=False)
         made.add_argument("--all-threads", "-a", action="store_true")
         made.add_argument("--json", action="store_true")

@@ -20,11 +20,21 @@ import sys
 import gdb
 from gdb.FrameDecorator import FrameDecorator
 
-from ..frames import marks, walk_stopped
-from ..stack import ended_by_unwinder, jit_label, remember_stop
 from .debugger import GdbFrame, gdb_stop_reason
 from .settings import debug_log, show_method
 from .state import STATE
+
+
+# The core's frame model, bound by _load_core() when a backtrace first runs through the
+# filter: the plugin's load (GDB's start-up) does not need it.
+marks = walk_stopped = ended_by_unwinder = jit_label = remember_stop = None
+
+
+def _load_core() -> None:
+    global marks, walk_stopped, ended_by_unwinder, jit_label, remember_stop
+    if remember_stop is None:
+        from ..frames import marks, walk_stopped  # noqa: F811
+        from ..stack import ended_by_unwinder, jit_label, remember_stop  # noqa: F811
 
 
 class NativeFrameDecorator(FrameDecorator):
@@ -257,6 +267,7 @@ def walk(frame_iter):
     follows, which is no frame of the program), or where GDB could not go on: then the
     last frame says why.  One frame is held back until the next one shows whether it is
     the last."""
+    _load_core()
     held = None  # (decorator, ends walk) not yet yielded
     note = ""
     while True:
