@@ -7,7 +7,7 @@ For each GDB (default: /usr/bin/gdb and <repo>/.venv/bin/gdb when present):
 
 * load: ``source gdb_init.py`` timed inside a fresh GDB (wall and CPU of the GDB process,
   ``time.perf_counter`` / ``time.process_time`` around it), median of ``--loads`` GDBs.
-  Goal: <= 30 ms.  The first stop's region discovery is not part of it.
+  Goal: <= 30 ms of CPU.  The first stop's region discovery is not part of it.
 * stepi: 1,000 single ``stepi`` commands (one ``gdb.execute`` each, as a user or a
   front end steps) in ``recurse`` of tests/fixtures/deepstack.c, without and with a page
   of JIT code in the process.  In one GDB session with the plugin, blocks of 50 steps
@@ -162,7 +162,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         load = measure_load(gdb, args.loads)
         load_rows.append([version, f"{load['wall'] * 1e3:.1f}", f"{load['cpu'] * 1e3:.1f}",
                           f"<= {LOAD_GOAL_MS:.0f}",
-                          "yes" if load["wall"] * 1e3 <= LOAD_GOAL_MS else "no"])
+                          # CPU judged: a fresh process's wall time on a loaded
+                          # machine mostly waits for a CPU.
+                          "yes" if load["cpu"] * 1e3 <= LOAD_GOAL_MS else "no"])
         for jit_page in [] if args.no_step else (False, True):
             r = measure_steps(gdb, args.steps, jit_page, args.rounds)
             step_rows.append([version, "JIT page" if jit_page else "no JIT code",
