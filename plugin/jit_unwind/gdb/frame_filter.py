@@ -193,9 +193,10 @@ class JitFrameFilter:
         if not self._enabled:
             return False
         try:
-            if STATE.is_python_process():
+            # JIT frames first: is_python_process() may open the interpreter's files.
+            if STATE.regions().has_jit() and thread_runs_jit_code():
                 return True
-            return STATE.regions().has_jit() and thread_runs_jit_code()
+            return STATE.is_python_process()
         except Exception:
             return False
 
@@ -251,12 +252,15 @@ def _walk_finds_jit_code() -> bool:
             if pc is not None and (pc in unwound or regions.jit_region_at(
                     pc if innermost else pc - 1) is not None):
                 return True
-            frame = frame.older()
-            if frame is None:
-                return False
+            older = frame.older()
+            if older is None:
+                # A walk GDB ended on an error keeps the filter: its last frame then says
+                # why as every early end does ("[unwind stopped: ...]").
+                return bool(gdb_stop_reason(frame))
+            frame = older
             innermost = False
-    except gdb.error:  # GDB's walk ends here, and plain bt says why
-        return False
+    except gdb.error:  # GDB could not unwind further: the filter says why, as above
+        return True
     return True  # too deep to check: keep the filter
 
 
