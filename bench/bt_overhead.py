@@ -5,12 +5,17 @@ usage: python bench/bt_overhead.py [--gdb PATH]... [--rounds N] [--reps N] [--ji
 
 For each GDB (default: /usr/bin/gdb and <repo>/.venv/bin/gdb when present):
 
-* native: a 2,000-frame C stack with no JIT code (tests/fixtures/deepstack.c); ``bt`` in
+* native: a 2,000-frame C stack (tests/fixtures/deepstack.c), once with no JIT code
+  and once in a process that mapped a page of JIT code (``--jit-page``); ``bt`` in
   plain GDB and in GDB with the plugin, in alternating sessions.  Prints two ratios of
   warm bt times: plugin / plain GDB (medians), and the paired ratio: in the plugin's
   sessions each bt is paired with one while GDB's ``disable unwinder`` / ``disable
-  frame-filter`` switch the plugin off (median of pair ratios).  The goal (<= 1.05) is
-  judged on the paired ratio, which load on a shared machine disturbs least.
+  frame-filter`` switch the plugin off (median of pair ratios).  The goals (<= 1.05
+  without JIT code, <= 1.10 with) are judged on the paired ratio, which load on a
+  shared machine disturbs least.
+* whole process: ``gdb -batch -ex run -ex bt`` on the same two programs, from start to
+  end, with and without ``-x gdb_init.py`` (alternating; wall and CPU time, the median
+  of the pairs' ratios): plugin load, region discovery and bt together.
 * JIT: the toy JIT (tests/fixtures/toyjit.c) with 2,000 JIT frames, frame-pointer and
   frameless code, with and without a perf map.  Prints µs per JIT frame:
   (bt time - native frames x per-frame bt time of the native stack with the plugin)
@@ -47,6 +52,7 @@ CFLAGS = ["-O0", "-g", "-fno-omit-frame-pointer"]
 CONFIG_ENV = "JIT_UNWIND_BENCH_CONFIG"
 PLUGIN_NAME = "jit-unwind"  # of its unwinder and frame filter, as `info unwinder` lists
 GOAL_RATIO = 1.05
+GOAL_RATIO_JIT_PROCESS = 1.10  # native frames of a process that has JIT code
 NATIVE_DEPTH = 2000
 SESSION_TIMEOUT = 300
 
@@ -64,13 +70,19 @@ class Scenario:
     args: List[str]
     jit_frames: int       # JIT frames the bt must show (0: a native stack)
     min_frames: int
+    goal: float = GOAL_RATIO  # plugin / plain GDB, for native stacks
 
     @property
     def perf_map(self) -> bool:
         return "--perf-map" in self.args
 
 
-NATIVE = Scenario("native", "deepstack", [str(NATIVE_DEPTH)], 0, NATIVE_DEPTH)
+NATIVE = Scenario("no JIT code", "deepstack", [str(NATIVE_DEPTH)], 0, NATIVE_DEPTH)
+# The same stack in a process that mapped one page of JIT code (never run): the
+# plugin's per-frame fast path then has to look at every frame.
+NATIVE_JIT_PAGE = Scenario("JIT page", "deepstack", [str(NATIVE_DEPTH), "--jit-page"], 0,
+                           NATIVE_DEPTH, GOAL_RATIO_JIT_PROCESS)
+NATIVE_SCENARIOS = [NATIVE, NATIVE_JIT_PAGE]
 # toyjit's DEPTH counts from 0: fp code gives 1 JIT frame per level, frameless code 2
 # (the function and its entry trampoline); 2,000 JIT frames either way.
 JIT_SCENARIOS = [
@@ -259,6 +271,7 @@ def check_shape(session: Session, command: str, scenario: Scenario, plugin: bool
 @dataclass
 class NativeResult:
     """CPU seconds of bt on the native stack, all sessions' samples per mode."""
+    scenario: Scenario
     frames: int
     run: Dict[str, List[float]]     # "plain", "plugin": the run to the stop
     cold: Dict[str, List[float]]    # the first bt after the stop
@@ -284,15 +297,17 @@ class NativeResult:
         return self.median("warm", "plugin") / self.frames
 
 
-def measure_native(gdb: str, rounds: int, reps: int) -> NativeResult:
+def measure_native(gdb: str, rounds: int, reps: int,
+                   scenario: Scenario = NATIVE) -> NativeResult:
     """Plain and plugin sessions alternate, so drifting machine load hits both alike."""
     modes = ("plain", "plugin", "disabled")
-    result = NativeResult(0, {m: [] for m in modes}, {m: [] for m in modes},
+    result = NativeResult(scenario, 0, {m: [] for m in modes}, {m: [] for m in modes},
                           {m: [] for m in modes}, [])
     for _ in range(rounds):
         for plugin in (False, True):
-            session = run_session(gdb, NATIVE, plugin, ["bt"], reps, pair_with_disabled=plugin)
-            check_shape(session, "bt", NATIVE, plugin)
+            session = run_session(gdb, scenario, plugin, ["bt"], reps,
+                                  pair_with_disabled=plugin)
+            check_shape(session, "bt", scenario, plugin)
             mode = "plugin" if plugin else "plain"
             result.frames = session.shape("bt")["frames"]
             result.run[mode].append(session.run)
@@ -303,6 +318,55 @@ def measure_native(gdb: str, rounds: int, reps: int) -> NativeResult:
                 result.warm["disabled"].extend(disabled)
                 result.pair_ratios.extend(on / off for on, off in zip(session.warm("bt"),
                                                                       disabled))
+    return result
+
+
+@dataclass
+class WholeResult:
+    """``gdb -batch -ex run -ex bt`` start to end: seconds per mode, and the ratios of
+    the pairs (plugin run / plain run right before or after it)."""
+    scenario: Scenario
+    wall: Dict[str, List[float]]
+    cpu: Dict[str, List[float]]
+    wall_ratios: List[float]
+    cpu_ratios: List[float]
+
+
+def whole_run(gdb: str, scenario: Scenario, plugin: bool):
+    """Wall and CPU seconds (GDB and the program it ran) of one whole GDB process."""
+    argv = [gdb, *GDB_FLAGS, *(["-x", str(PLUGIN)] if plugin else []),
+            "-ex", "set pagination off", "-ex", "run", "-ex", "bt", "-ex", "kill",
+            "--args", str(build_fixture(scenario.program)), *scenario.args]
+    before = os.times()
+    start = time.perf_counter()
+    completed = subprocess.run(argv, env=gdb_environment(), capture_output=True, text=True,
+                               timeout=SESSION_TIMEOUT)
+    wall = time.perf_counter() - start
+    after = os.times()
+    shape = frame_shape(completed.stdout)
+    if shape["frames"] < scenario.min_frames or shape["outermost"] != "main":
+        raise RuntimeError(f"{gdb} {scenario.label} whole process: bt listed "
+                           f"{shape['frames']} frames ending in {shape['outermost']!r}\n"
+                           f"{completed.stderr[-2000:]}")
+    cpu = (after.children_user + after.children_system
+           - before.children_user - before.children_system)
+    return wall, cpu
+
+
+def measure_whole(gdb: str, scenario: Scenario, rounds: int) -> WholeResult:
+    """Plain and plugin runs alternate, which one comes first too."""
+    result = WholeResult(scenario, {"plain": [], "plugin": []}, {"plain": [], "plugin": []},
+                         [], [])
+    whole_run(gdb, scenario, False)  # warm the file cache
+    for index in range(rounds):
+        order = (False, True) if index % 2 == 0 else (True, False)
+        times = {plugin: whole_run(gdb, scenario, plugin) for plugin in order}
+        for plugin, (wall, cpu) in times.items():
+            mode = "plugin" if plugin else "plain"
+            result.wall[mode].append(wall)
+            result.cpu[mode].append(cpu)
+        result.wall_ratios.append(times[True][0] / times[False][0])
+        result.cpu_ratios.append(times[True][1] / times[False][1])
     return result
 
 
@@ -362,17 +426,31 @@ def medians_ms(r: NativeResult, part: str, modes=("plain", "plugin")) -> str:
     return " / ".join(ms(r.median(part, mode)) for mode in modes)
 
 
-NATIVE_HEADERS = ["gdb", "frames", "run to stop ms", "cold bt ms",
+NATIVE_HEADERS = ["gdb", "process", "frames", "run to stop ms", "cold bt ms",
                   "warm bt ms (plain / disabled / plugin)", "ratio vs plain", "paired ratio",
-                  f"<= {GOAL_RATIO}"]
+                  "goal", "met"]
+WHOLE_HEADERS = ["gdb", "process", "wall ms (plain / plugin)", "wall ratio",
+                 "CPU ms (plain / plugin)", "CPU ratio", "goal", "met"]
 JIT_HEADERS = ["gdb", "JIT stack", "JIT/all frames", "cold bt ms", "warm bt ms",
                "µs/JIT frame", "µs/JIT frame, unwind only"]
 
 
 def native_row(version: str, r: NativeResult) -> List[str]:
-    return [version, str(r.frames), medians_ms(r, "run"), medians_ms(r, "cold"),
-            medians_ms(r, "warm", ("plain", "disabled", "plugin")), f"{r.ratio:.3f}",
-            f"{r.paired_ratio:.3f}", "yes" if r.paired_ratio <= GOAL_RATIO else "no"]
+    goal = r.scenario.goal
+    return [version, r.scenario.label, str(r.frames), medians_ms(r, "run"),
+            medians_ms(r, "cold"), medians_ms(r, "warm", ("plain", "disabled", "plugin")),
+            f"{r.ratio:.3f}", f"{r.paired_ratio:.3f}", f"<= {goal:.2f}",
+            "yes" if r.paired_ratio <= goal else "no"]
+
+
+def whole_row(version: str, r: WholeResult) -> List[str]:
+    goal = r.scenario.goal
+    wall, cpu = statistics.median(r.wall_ratios), statistics.median(r.cpu_ratios)
+    return [version, r.scenario.label,
+            " / ".join(ms(statistics.median(r.wall[m])) for m in ("plain", "plugin")),
+            f"{wall:.3f}",
+            " / ".join(ms(statistics.median(r.cpu[m])) for m in ("plain", "plugin")),
+            f"{cpu:.3f}", f"<= {goal:.2f}", "yes" if wall <= goal else "no"]
 
 
 def jit_row(version: str, r: JitResult) -> List[str]:
@@ -381,11 +459,17 @@ def jit_row(version: str, r: JitResult) -> List[str]:
             f"{r.per_jit_frame(r.warm_unwind_only) * 1e6:.0f}"]
 
 
-def print_report(native_rows: List[List[str]], jit_rows: List[List[str]]) -> None:
-    print("Native stack, no JIT code: median CPU ms, plain GDB / GDB with jit-unwind.\n"
-          "Paired ratio: plugin enabled vs disabled in one session, pairs alternating;\n"
-          "the goal is judged on it, the least disturbed by machine load.\n")
+def print_report(native_rows: List[List[str]], jit_rows: List[List[str]],
+                 whole_rows: List[List[str]]) -> None:
+    print("Native stack of 2,000 frames, in a process without / with JIT code: median\n"
+          "CPU ms of bt inside GDB, plain GDB / GDB with jit-unwind.  Paired ratio: plugin\n"
+          "enabled vs disabled in one session, pairs alternating; the goal is judged on\n"
+          "it, the least disturbed by machine load.\n")
     print(markdown_table(NATIVE_HEADERS, native_rows))
+    if whole_rows:
+        print("\nWhole process, gdb -batch -ex run -ex bt: medians of plain and plugin runs,\n"
+              "and of the ratios of the pairs (wall time judged)\n")
+        print(markdown_table(WHOLE_HEADERS, whole_rows))
     print("\nJIT stacks, GDB with jit-unwind: median CPU ms; µs per JIT frame after "
           "subtracting\nthe native frames at the native stack's per-frame cost "
           "(unwind only: bt -no-filters)\n")
@@ -415,6 +499,11 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                         help="plain/plugin session pairs on the native stack (default 5)")
     parser.add_argument("--reps", type=positive_int, default=3,
                         help="warm bt runs per native session (default 3)")
+    parser.add_argument("--whole-rounds", type=int, default=8,
+                        help="plain/plugin pairs of whole GDB processes per native stack "
+                             "(default 8; 0 skips them)")
+    parser.add_argument("--no-jit", action="store_true",
+                        help="skip the JIT stacks (µs per JIT frame)")
     parser.add_argument("--jit-reps", type=positive_int, default=3,
                         help="warm runs of bt and of bt -no-filters per JIT session "
                              "(default 3; a JIT bt takes 5-10x longer)")
@@ -427,16 +516,22 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not gdbs:
         sys.exit("no GDB found: pass --gdb PATH")
     started = time.perf_counter()
-    native_rows, jit_rows = [], []
+    native_rows, jit_rows, whole_rows = [], [], []
     for gdb in gdbs:
         version = gdb_version(gdb)
         print(f"measuring {version} ({gdb}) ...", file=sys.stderr, flush=True)
-        native = measure_native(gdb, args.rounds, args.reps)
-        native_rows.append(native_row(version, native))
-        for scenario in JIT_SCENARIOS:
+        native = None
+        for scenario in NATIVE_SCENARIOS:
+            result = measure_native(gdb, args.rounds, args.reps, scenario)
+            native = native or result
+            native_rows.append(native_row(version, result))
+            if args.whole_rounds > 0:
+                whole_rows.append(whole_row(version, measure_whole(gdb, scenario,
+                                                                   args.whole_rounds)))
+        for scenario in [] if args.no_jit else JIT_SCENARIOS:
             jit_rows.append(jit_row(version, measure_jit(gdb, scenario, args.jit_reps,
                                                          native)))
-    print_report(native_rows, jit_rows)
+    print_report(native_rows, jit_rows, whole_rows)
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"\n{time.perf_counter() - started:.0f} s on {os.cpu_count()} CPUs, "
           f"load average now {load}")

@@ -4,19 +4,22 @@ unwinder found.  Adapters call :meth:`StopCache.invalidate` from their debugger'
 (continue, new object file, exit, memory written, inferior call); nothing else clears it.
 """
 
-import os
-from typing import Dict, Optional, Set, Tuple
+from __future__ import annotations
 
-from .cpython import CPythonError, CPythonRuntime, PyThread, find_runtime
-from .cpython import version_from_library_name
-from .cpython.executors import DWARF_FIELDS, executor_layout, read_executors
+import os
+from typing import TYPE_CHECKING, Dict, Optional, Set, Tuple
+
 from .dependencies import WITHOUT_PYELFTOOLS, missing, warn_missing
 from .elf_lookup import have_pyelftools, section_address, symbol_address
 from .model import Unwound
 from .regions import RegionMap
-from .regions.cpython_jit import executor_regions
 from .regions.discovery import build_region_map, jit_interface_regions
 from .regions.jitdump_process import ProcessJitdump, process_jitdump
+
+# The CPython model is imported when a Python process is first looked at: most
+# programs are not, and loading the plugin should cost little (bench/load_and_step.py).
+if TYPE_CHECKING:
+    from .cpython import CPythonRuntime, PyThread
 
 
 class StopCache:
@@ -38,9 +41,12 @@ class StopCache:
         self.debugger_stops: Dict[Tuple[int, Optional[int]], str] = {}
         self._named = False
         self._memo: Dict[object, object] = {}
+        # The last region map before the process ran again: see known_native().
+        self._before_resume: Optional[RegionMap] = None
 
     def invalidate(self, *_args) -> None:
         self._regions = None
+        self._before_resume = None
         self.has_jit = None
         self._named = False
         self.unwound.clear()
@@ -48,6 +54,23 @@ class StopCache:
         self.guessed.clear()
         self.debugger_stops.clear()
         self._memo.clear()
+
+    def resumed(self, *_args) -> None:
+        """The process runs again (continue, step, stepi): drop everything, as
+        :meth:`invalidate`, but keep the last region map for :meth:`known_native`."""
+        previous = self._regions or self._before_resume
+        self.invalidate()
+        self._before_resume = previous
+
+    def known_native(self, pc: int) -> bool:
+        """True when ``pc`` was in a file's code (a program's or library's, not JIT
+        code) before the process last ran, and no region map was built since: the
+        unwinder's answer for native frames right after a step, without reading the
+        mappings again (reading them was most of a ``stepi``'s cost).  A file's code
+        stays until the file is unloaded, which the adapters' object-file events
+        report (they call :meth:`invalidate`, which forgets the old map)."""
+        previous = self._before_resume
+        return previous is not None and self._regions is None and previous.in_file_code(pc)
 
     def check_process(self) -> None:
         """Drop everything when another inferior or process is selected."""
@@ -65,6 +88,7 @@ class StopCache:
             self.check_process()
             self._regions, self.problem = build_region_map(self.process)
             self.has_jit = self._regions.has_jit()
+            self._before_resume = None
         return self._regions
 
     def named_regions(self) -> RegionMap:
@@ -155,6 +179,7 @@ class StopCache:
         return self._cached("python-runtime", self._python_runtime)
 
     def _python_runtime(self):
+        from .cpython import CPythonError, find_runtime
         if self.process.pid() is None:
             return None, "no process: run a program or load a core file first"
         try:
@@ -171,6 +196,7 @@ class StopCache:
     def _version_hint(self):
         """major.minor from the interpreter's file names (libpython3.10.so, python3.10):
         lets the error for CPython 3.10 and older name the version."""
+        from .cpython import version_from_library_name
         for path in self.process.module_paths():
             version = version_from_library_name(path)
             if version is not None:
@@ -205,6 +231,9 @@ class StopCache:
         return self._cached("runtime-jit-regions", self._jit_code_regions)
 
     def _jit_code_regions(self):
+        from .cpython import CPythonError
+        from .cpython.executors import read_executors
+        from .regions.cpython_jit import executor_regions
         runtime, _reason = self.python_runtime()
         if runtime is None or runtime.version.minor_version < (3, 13):
             return []
@@ -218,6 +247,7 @@ class StopCache:
     def _dwarf_executor_layout(self, runtime):
         """Executor offsets from the interpreter's DWARF when it has them, else None (the
         built-in table for the version is used)."""
+        from .cpython.executors import DWARF_FIELDS
         offsets = {}
         for field, (type_name, member) in DWARF_FIELDS.items():
             offset = self.process.member_offset(type_name, member)
@@ -228,6 +258,8 @@ class StopCache:
 
 
 def _with(runtime, offsets):
+    from .cpython import CPythonError
+    from .cpython.executors import executor_layout
     try:
         return executor_layout(runtime.version).with_offsets("DWARF", **offsets)
     except CPythonError:

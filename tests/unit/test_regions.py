@@ -56,3 +56,25 @@ def test_listing_is_sorted_with_mappings_before_their_entries():
                                  Region(0x1000, 0x1010, "perf-map", "a")])
     assert [(r.start, r.source) for r in regions.listing()] == [
         (0x1000, "maps"), (0x1000, "perf-map"), (0x2000, "perf-map")]
+
+
+def test_near_jit_answers_for_a_pc_and_a_callers_pc_minus_one():
+    regions = RegionMap(parse_proc_maps(MAPS),
+                        [Region(0x10000, 0x10100, "perf-map", "outside any mapping")])
+    assert regions.near_jit(0x7FFFF7FBE000) and regions.near_jit(0x7FFFF7FBFFFF)
+    assert regions.near_jit(0x7FFFF7FC0000)       # a caller's pc: pc - 1 is JIT code
+    assert not regions.near_jit(0x7FFFF7FC0001)
+    assert not regions.near_jit(0x555555555100)   # program code
+    assert not regions.near_jit(0x7FFFF7FC8100)   # vDSO
+    assert regions.near_jit(0x10080) and not regions.near_jit(0x0FFFF)
+    regions.add_symbols([Region(0x20000, 0x20100, "perf-map", "added later")])
+    assert regions.near_jit(0x20010)
+
+
+def test_in_file_code_only_inside_a_files_executable_mapping():
+    regions = RegionMap(parse_proc_maps(MAPS))
+    assert regions.in_file_code(0x555555555100)
+    assert not regions.in_file_code(0x555555555000)  # a caller's pc - 1 is outside
+    assert not regions.in_file_code(0x555555554100)  # not executable
+    assert not regions.in_file_code(0x7FFFF7FBF018)  # JIT code
+    assert not regions.in_file_code(0x7FFFF7FD0010)  # memfd JIT code

@@ -244,3 +244,20 @@ def test_one_stop_cache_per_process():
     assert caches.get("b", FakeProcess) is not first
     first.per_stop("walk", lambda: [1])
     assert first.known("walk") == [1] and first.known("other") is None
+
+
+def test_after_a_resume_native_code_is_known_until_the_map_is_rebuilt():
+    cache = StopCache(FakeProcess())
+    assert not cache.known_native(LIB_START + 0x10)  # nothing known before a first stop
+    cache.regions()
+    cache.resumed()
+    assert cache.has_jit is None and not cache.unwound
+    assert cache.known_native(LIB_START + 0x10)
+    assert not cache.known_native(JIT_START + 0x10)  # JIT code: the unwinder rebuilds
+    cache.resumed()  # a second step without a stop that needed the map
+    assert cache.known_native(LIB_START + 0x10)
+    cache.regions()
+    assert not cache.known_native(LIB_START + 0x10)  # the fresh map answers now
+    cache.resumed()
+    cache.invalidate()  # an object file loaded or freed: nothing is known
+    assert not cache.known_native(LIB_START + 0x10)

@@ -1,14 +1,17 @@
 """``py-mixed-bt``: the mixed native + Python stack, compact, as text or JSON."""
 
-from typing import List
+from __future__ import annotations
 
-from ..cpython.thread_names import read_thread_names
+from typing import TYPE_CHECKING, List
+
 from ..debugger import Process, Thread
-from ..mixed import MixedThread, mix
-from ..render_mixed import render_text, to_json
 from ..session import StopCache
-from ..stack import walk
-from . import CommandError, Parser
+from . import CommandError
+
+# The walk, the merge and the rendering are imported when the command first runs:
+# registering it (its help) should cost the debugger's start-up little.
+if TYPE_CHECKING:
+    from ..mixed import MixedThread
 
 HELP = """Print the mixed native and Python stack of the selected thread.
 
@@ -24,13 +27,25 @@ the program, so this works on core files too.
   --json              one JSON document (schema: docs/py-mixed-bt.schema.json)
   --python-only, -p   only the Python frames, like py-bt; fast, no native unwinding"""
 
-PARSER = Parser(prog="py-mixed-bt", add_help=False)
-PARSER.add_argument("--all-threads", "-a", action="store_true")
-PARSER.add_argument("--json", action="store_true")
-PARSER.add_argument("--python-only", "-p", action="store_true")
+_PARSER: list = []
+
+
+def parser():
+    """The options' parser, made on first use (argparse's help formatter pulls in
+    shutil and locale: milliseconds of the debugger's start-up otherwise)."""
+    if not _PARSER:
+        from . import Parser
+        made = Parser(prog="py-mixed-bt", add_help=False)
+        made.add_argument("--all-threads", "-a", action="store_true")
+        made.add_argument("--json", action="store_true")
+        made.add_argument("--python-only", "-p", action="store_true")
+        _PARSER.append(made)
+    return _PARSER[0]
 
 
 def _mixed_thread(thread: Thread, cache: StopCache, python_only: bool, names) -> MixedThread:
+    from ..mixed import MixedThread, mix
+    from ..stack import walk
     try:
         python = cache.python_thread(thread.native_id)
     except Exception:  # memory the runtime's structures need is unreadable: native only
@@ -46,7 +61,9 @@ def _mixed_thread(thread: Thread, cache: StopCache, python_only: bool, names) ->
 def py_mixed_bt(process: Process, cache: StopCache, argv: List[str],
                 show_method: bool = False) -> str:
     """The text (or JSON) ``py-mixed-bt argv`` prints; CommandError when it cannot run."""
-    options = PARSER.parse_args(argv)
+    from ..cpython.thread_names import read_thread_names
+    from ..render_mixed import render_text, to_json
+    options = parser().parse_args(argv)
     if process.pid() is None:
         raise CommandError("py-mixed-bt: no process: run a program or load a core file first.")
     runtime, reason = cache.python_runtime()

@@ -65,6 +65,7 @@ class GdbFrame(Frame):
     def __init__(self, frame, level: int):
         self.inner = frame
         self._level = level
+        self._sp: Optional[int] = None  # read once: bt's filter asks twice per JIT frame
 
     @property
     def level(self) -> int:
@@ -77,7 +78,9 @@ class GdbFrame(Frame):
             raise DebuggerError(str(error)) from None
 
     def sp(self) -> Optional[int]:
-        return self.register("rsp")
+        if self._sp is None:
+            self._sp = self.register("rsp")
+        return self._sp
 
     def function_name(self) -> Optional[str]:
         try:

@@ -20,12 +20,21 @@ import sys
 import gdb
 from gdb.FrameDecorator import FrameDecorator
 
-from ..frames import marks, walk_stopped
-from ..stack import ended_by_unwinder, jit_label, remember_stop
 from .debugger import GdbFrame, gdb_stop_reason
-from .python_frames import interleave, python_thread
 from .settings import debug_log, show_method
 from .state import STATE
+
+
+# The core's frame model, bound by _load_core() when a backtrace first runs through the
+# filter: the plugin's load (GDB's start-up) does not need it.
+marks = walk_stopped = ended_by_unwinder = jit_label = remember_stop = None
+
+
+def _load_core() -> None:
+    global marks, walk_stopped, ended_by_unwinder, jit_label, remember_stop
+    if remember_stop is None:
+        from ..frames import marks, walk_stopped  # noqa: F811
+        from ..stack import ended_by_unwinder, jit_label, remember_stop  # noqa: F811
 
 
 class NativeFrameDecorator(FrameDecorator):
@@ -184,7 +193,10 @@ class JitFrameFilter:
         if not self._enabled:
             return False
         try:
-            return STATE.has_jit_or_python()
+            # JIT frames first: is_python_process() may open the interpreter's files.
+            if STATE.regions().has_jit() and thread_runs_jit_code():
+                return True
+            return STATE.is_python_process()
         except Exception:
             return False
 
@@ -193,6 +205,8 @@ class JitFrameFilter:
         self._enabled = bool(value)
 
     def filter(self, frame_iter):
+        # The CPython model only once a backtrace needs it: not at the plugin's load.
+        from .python_frames import interleave, python_thread
         frames = walk(frame_iter)
         try:
             thread = python_thread()
@@ -204,6 +218,52 @@ class JitFrameFilter:
         return interleave(frames, thread)
 
 
+# Beyond this many frames the check below stops walking and keeps the filter on.
+MAX_CHECKED_FRAMES = 20_000
+
+
+def thread_runs_jit_code() -> bool:
+    """Whether a frame of the selected thread's stack runs JIT code (or our unwinder
+    handled it), once per thread and stop.  A stack without any is exactly what plain
+    ``bt`` prints, and GDB prints it much faster without an enabled filter: every frame
+    through Python costs as much as unwinding it.  The walk costs little as GDB keeps
+    the frames it unwinds for the ``bt`` that asked."""
+    thread = gdb.selected_thread()
+    if thread is None:
+        return False
+    memo = STATE.regions().memo
+    key = ("thread-runs-jit-code", thread.num)
+    if key not in memo:
+        memo[key] = _walk_finds_jit_code()
+    return memo[key]
+
+
+def _walk_finds_jit_code() -> bool:
+    regions = STATE.regions()
+    unwound = STATE.unwound_pcs
+    try:
+        frame = gdb.newest_frame()
+        innermost = True
+        for _ in range(MAX_CHECKED_FRAMES):
+            try:
+                pc = frame.pc()
+            except gdb.error:  # "PC not available": no code to ask about
+                pc = None
+            if pc is not None and (pc in unwound or regions.jit_region_at(
+                    pc if innermost else pc - 1) is not None):
+                return True
+            older = frame.older()
+            if older is None:
+                # A walk GDB ended on an error keeps the filter: its last frame then says
+                # why as every early end does ("[unwind stopped: ...]").
+                return bool(gdb_stop_reason(frame))
+            frame = older
+            innermost = False
+    except gdb.error:  # GDB could not unwind further: the filter says why, as above
+        return True
+    return True  # too deep to check: keep the filter
+
+
 def walk(frame_iter):
     """GDB's frames, decorated, up to where the walk ends.
 
@@ -211,6 +271,7 @@ def walk(frame_iter):
     follows, which is no frame of the program), or where GDB could not go on: then the
     last frame says why.  One frame is held back until the next one shows whether it is
     the last."""
+    _load_core()
     held = None  # (decorator, ends walk) not yet yielded
     note = ""
     while True:

@@ -87,6 +87,8 @@ class RegionMap:
         # Results worth keeping for this stop, e.g. decoded function starts by pc: a
         # recursion through JIT code asks about the same few pcs thousands of times.
         self.memo: dict = {}
+        self._spans: Optional[tuple] = None  # see near_jit()
+        self._file_code: Optional[tuple] = None  # see in_file_code()
 
     def add_symbols(self, symbols: Sequence[Region]) -> None:
         """Add named entries found later (a runtime's JIT code, GDB's JIT interface),
@@ -95,6 +97,7 @@ class RegionMap:
         named = [s for s in symbols if s.source != "gdb-jit"]
         if named:
             self.symbols = _SortedRanges(list(self.symbols) + named)
+            self._spans = None
         if registered:
             self.registered = _SortedRanges(list(self.registered) + registered)
 
@@ -117,6 +120,28 @@ class RegionMap:
             # mapping list) still marks JIT code.
             region = self.symbols.find(address)
         return region
+
+    def near_jit(self, pc: int) -> bool:
+        """False when neither ``pc`` nor ``pc - 1`` can be in JIT code: the unwinder's
+        test for every frame, one binary search over the merged JIT ranges.  True
+        means "ask jit_region_at" (a caller's pc is looked up at pc - 1)."""
+        spans = self._spans
+        if spans is None:
+            spans = self._spans = _merged(list(self.jit) + list(self.symbols))
+        starts, ends = spans
+        index = bisect.bisect_right(starts, pc) - 1
+        return index >= 0 and pc <= ends[index]
+
+    def in_file_code(self, pc: int) -> bool:
+        """True when ``pc`` and ``pc - 1`` lie in a file's executable mapping (a
+        program's or library's code, never JIT code) and no named entry covers them."""
+        spans = self._file_code
+        if spans is None:
+            spans = self._file_code = _merged(
+                m for m in self.mappings if m.executable and not m.anonymous)
+        starts, ends = spans
+        index = bisect.bisect_right(starts, pc) - 1
+        return index >= 0 and starts[index] < pc < ends[index] and not self.near_jit(pc)
 
     def symbol_at(self, address: int) -> Optional[Region]:
         """The named entry (perf map, JIT interface) holding ``address``."""
@@ -142,3 +167,16 @@ class RegionMap:
         """Every JIT region and named entry, sorted by address, for display."""
         rows = list(self.jit) + list(self.symbols) + list(self.registered)
         return sorted(rows, key=lambda r: (r.start, r.source == "perf-map", r.end))
+
+
+def _merged(ranges) -> tuple:
+    """Sorted starts and ends of the union of ``ranges``, overlapping ones joined."""
+    starts: List[int] = []
+    ends: List[int] = []
+    for item in sorted(ranges, key=lambda r: r.start):
+        if ends and item.start <= ends[-1]:
+            ends[-1] = max(ends[-1], item.end)
+        else:
+            starts.append(item.start)
+            ends.append(item.end)
+    return starts, ends

@@ -41,7 +41,15 @@ class UnwindContext:
         return self.regions.jit_region_at(self.lookup_pc)
 
     def is_return_address(self, address: int) -> bool:
-        """True if ``address`` is in executable memory right after a call."""
+        """True if ``address`` is in executable memory right after a call (once per
+        address and stop: a JIT stack repeats a few return addresses)."""
+        key = ("return-address", address)
+        known = self.regions.memo.get(key)
+        if known is None:
+            known = self.regions.memo[key] = self._is_return_address(address)
+        return known
+
+    def _is_return_address(self, address: int) -> bool:
         if address < 16 or not self.regions.is_executable(address - 1):
             return False
         try:

@@ -12,11 +12,12 @@ def unwind_frame_pointer(ctx: UnwindContext) -> Optional[Unwound]:
     rbp = ctx.register("rbp")
     if rbp is None or rbp % 8 or rbp < ctx.sp or not ctx.is_stack_address(rbp):
         return None
-    saved_rbp = ctx.memory.try_read_u64(rbp)
-    caller_pc = ctx.memory.try_read_u64(rbp + 8)
+    record = ctx.memory.try_read(rbp, 16)  # saved rbp and return address: one read
     caller_sp = rbp + 16
-    if saved_rbp is None or caller_pc is None or not ctx.plausible_caller_sp(caller_sp):
+    if record is None or not ctx.plausible_caller_sp(caller_sp):
         return None
+    saved_rbp = int.from_bytes(record[:8], "little")
+    caller_pc = int.from_bytes(record[8:], "little")
     if not ctx.is_return_address(caller_pc):
         return None
     reason = ctx.broken_rbp_reason(saved_rbp, rbp, caller_pc)
