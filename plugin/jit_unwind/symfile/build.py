@@ -32,10 +32,12 @@ def symbol_file_regions(regions: RegionMap) -> List[Region]:
         if (regions.jit.find(region.start) is None
                 and regions.mapping_at(region.start) is not None):
             continue  # inside a mapped file: not JIT code
-        if kept and region.start < kept[-1].end:
-            if region.sequence < kept[-1].sequence:
-                continue
-            kept.pop()
+        overlapped = []
+        while kept and region.start < kept[-1].end:
+            overlapped.append(kept.pop())
+        if any(other.sequence > region.sequence for other in overlapped):
+            kept.extend(reversed(overlapped))  # a later line describes this code
+            continue
         kept.append(region)
         if len(kept) >= MAX_FUNCTIONS:
             break
