@@ -73,6 +73,7 @@ each: start, end, size, source and name."""
             if problem:
                 result.AppendMessage(f"warning: {problem}")
             result.AppendMessage(region_table(regions.listing()))
+            from .symfile import report; report(exe_ctx.GetTarget(), regions, result)
         except Exception as error:  # never a traceback
             result.SetError(f"jit-regions: cannot list the JIT regions: {error}")
 

@@ -14,6 +14,7 @@ from ..frames import walk_stopped
 from .memory import LldbMemory
 from .python import add_runtime_regions
 from .state import region_map
+from .symfile import in_symbol_file
 from .walk import ThreadWalk
 
 MAX_INPUT_FRAMES = 20000
@@ -88,7 +89,7 @@ class JitFrameProvider(ScriptedFrameProvider):
         for position, frame in enumerate(frames):
             if frame.index is not None:
                 result.append(frame.index)
-            elif frame.name is None:
+            elif frame.name is None or in_symbol_file(process.GetTarget(), frame.pc):
                 result.append({"idx": position, "pc": frame.pc})
             else:
                 result.append(JitFrame(self.thread, position, frame.pc, frame.name))

@@ -54,6 +54,7 @@ class RegisterOnStop:
     def handle_stop(self, exe_ctx, stream):
         try:
             ensure_provider(exe_ctx.GetTarget())
+            from .symfile import refresh; refresh(exe_ctx.GetTarget())  # JIT names
         except Exception:  # never disturb a stop
             pass
         return True
@@ -68,6 +69,7 @@ def _listen(listener: "lldb.SBListener", stop: threading.Event):
             target = lldb.SBTarget.GetTargetFromEvent(event)
             if target.IsValid():
                 ensure_provider(target)
+                from .symfile import refresh_core; refresh_core(target)  # cores never stop
         except Exception:
             continue
 
