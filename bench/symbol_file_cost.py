@@ -58,7 +58,7 @@ def _in_gdb(config) -> None:
     assert f"many::f{last}" in bt_after, bt_after
     from jit_unwind.gdb.symfile import FILES
     assert FILES.loaded, "no symbol file loaded"
-    count = len(FILES._covered)
+    count = len(FILES._functions)
     assert count == config["functions"], count
     pid = gdb.selected_inferior().pid
     gdb.execute("kill")

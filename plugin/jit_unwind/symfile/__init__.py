@@ -16,7 +16,7 @@ import tempfile
 from typing import Optional, Set, Tuple
 
 from ..model import Region
-from .build import symbol_file_bytes, symbol_file_regions
+from .build import select, symbol_file_bytes
 
 __all__ = ["SymbolFiles"]
 
@@ -30,7 +30,8 @@ class SymbolFiles:
         self._count = 0
         self._key: Optional[Tuple] = None
         self.loaded: Optional[str] = None  # the file the debugger holds now
-        self._covered: Set[Tuple[int, int, str]] = set()
+        self._functions: Tuple[Region, ...] = ()
+        self._covered: Optional[Set[Region]] = None  # built when asked
 
     def plan(self, process, cache) -> Tuple[Optional[str], Optional[str]]:
         """(file to unload, file to load) for this stop of ``process`` (a
@@ -39,8 +40,10 @@ class SymbolFiles:
         if process.pid() is None:
             return self.discard(), None
         regions = cache.named_regions()
-        functions = symbol_file_regions(regions)
-        key = (process.key(), tuple((f.start, f.end, f.name) for f in functions))
+        functions, spans = select(regions)
+        # Regions are frozen and a perf map's are reused while the file is unchanged,
+        # so comparing with the last key is mostly identity checks.
+        key = (process.key(), tuple(functions))
         if key == self._key:
             return None, None
         old = self.discard()
@@ -48,11 +51,11 @@ class SymbolFiles:
         if not functions:
             return old, None
         path = self._new_path(process.pid())
-        data = symbol_file_bytes(process.memory, regions, functions)
+        data = symbol_file_bytes(process.memory, regions, functions, spans)
         with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
             out.write(data)
         self.loaded = path
-        self._covered = set(key[1])
+        self._functions = key[1]
         return old, path
 
     def _new_path(self, pid: int) -> str:
@@ -66,7 +69,7 @@ class SymbolFiles:
         """Forget the loaded file; returns it for the adapter to unload, then delete."""
         old, self.loaded = self.loaded, None
         self._key = None
-        self._covered = set()
+        self._functions, self._covered = (), None
         return old
 
     def failed(self, path: str) -> None:
@@ -74,12 +77,14 @@ class SymbolFiles:
         drop the file."""
         if self.loaded == path:
             self.loaded = None
-            self._covered = set()
+            self._functions, self._covered = (), None
         self.delete(path)
 
     def covers(self, region: Region) -> bool:
         """True when ``region`` is a function of the loaded symbol file."""
-        return (region.start, region.end, region.name) in self._covered
+        if self._covered is None:
+            self._covered = set(self._functions)
+        return region in self._covered
 
     @staticmethod
     def delete(path: Optional[str]) -> None:

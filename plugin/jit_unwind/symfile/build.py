@@ -4,8 +4,13 @@ Named regions of this stop (perf map, CPython's executor shims and traces) that 
 JIT memory: not code GDB's JIT interface registered (GDB has its own symbols for it) and
 not addresses inside a mapped file (the file's own symbols name those).  Where entries
 overlap (a perf map with lines of a dead process of the same pid) the later one wins.
+
+A V8 or CPython perf map has tens of thousands of lines, and the file is written at
+the stop the user waits for: one pass over the sorted regions, identical code decoded
+once, and the tables packed in bulk.
 """
 
+import itertools
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..model import Region
@@ -13,7 +18,7 @@ from ..regions import RegionMap
 from ..target import Memory
 from ..unwind.x86_64 import decode_steps
 from .eh_frame import build_eh_frame, cfa_program
-from .elf import CodeSection, FunctionSymbol, write_elf
+from .elf import CodeSection, write_elf
 
 MAX_FUNCTIONS = 1_000_000
 MAX_SECTIONS = 4096
@@ -22,29 +27,51 @@ MAX_DECODED = 4096            # bytes decoded per function
 # Kinds of region whose first byte starts code a decode can follow (not a trace).
 DECODABLE = ("function", "shim")
 
+Span = Optional[Tuple[int, int]]  # the JIT mapping holding a function, if known
+
 
 def symbol_file_regions(regions: RegionMap) -> List[Region]:
     """The named regions to put in the symbol file, sorted by start, not overlapping."""
+    return select(regions)[0]
+
+
+def select(regions: RegionMap) -> Tuple[List[Region], List[Span]]:
+    """The regions for the symbol file and the JIT mapping of each (None for entries
+    outside every known mapping, e.g. a core without a mapping list)."""
     kept: List[Region] = []
+    spans: List[Span] = []
+    jit = regions.jit.items  # sorted by start, not overlapping
+    registered = len(regions.registered) > 0
+    index, count = 0, len(jit)
     for region in regions.symbols:  # sorted by start
-        if regions.registered.find(region.start) is not None:
-            continue
-        if (regions.jit.find(region.start) is None
-                and regions.mapping_at(region.start) is not None):
+        start = region.start
+        while index < count and jit[index].end <= start:
+            index += 1
+        if index < count and jit[index].start <= start:
+            span: Span = (jit[index].start, jit[index].end)
+        elif regions.mapping_at(start) is not None:
             continue  # inside a mapped file: not JIT code
-        overlapped = []
-        while kept and region.start < kept[-1].end:
-            overlapped.append(kept.pop())
-        if any(other.sequence > region.sequence for other in overlapped):
-            kept.extend(reversed(overlapped))  # a later line describes this code
+        else:
+            span = None
+        if registered and regions.registered.find(start) is not None:
             continue
+        if kept and start < kept[-1].end:
+            overlapped = []
+            while kept and start < kept[-1].end:
+                overlapped.append((kept.pop(), spans.pop()))
+            if any(other.sequence > region.sequence for other, _ in overlapped):
+                for other, other_span in reversed(overlapped):  # a later line wins
+                    kept.append(other)
+                    spans.append(other_span)
+                continue
         kept.append(region)
+        spans.append(span)
         if len(kept) >= MAX_FUNCTIONS:
             break
-    return kept
+    return kept, spans
 
 
-def code_sections(regions: RegionMap, functions: Sequence[Region]) -> Tuple[
+def code_sections(functions: Sequence[Region], spans: Sequence[Span]) -> Tuple[
         List[CodeSection], List[int]]:
     """One SHT_NOBITS section per JIT mapping holding functions (never spanning memory
     between mappings, where libraries may lie; functions outside any known mapping get
@@ -53,72 +80,73 @@ def code_sections(regions: RegionMap, functions: Sequence[Region]) -> Tuple[
     of indexes is then shorter than ``functions``."""
     sections: List[CodeSection] = []
     index_of: List[int] = []
-    current = None  # [start, end, mapping key]
-    for function in functions:
-        mapping = regions.jit.find(function.start)
-        key = (mapping.start, mapping.end) if mapping is not None else None
-        joins = current is not None and (
-            (key is not None and key == current[2])
-            or (key is None and current[2] is None and function.start <= current[1]))
-        if joins:
-            current[1] = max(current[1], function.end)
-        else:
-            if current is not None:
-                sections.append(_section(len(sections), current))
+    position = 0
+    for span, group in itertools.groupby(spans):
+        size = sum(1 for _ in group)
+        members = functions[position:position + size]
+        runs = [members] if span is not None else _touching_runs(members)
+        for run in runs:
             if len(sections) >= MAX_SECTIONS:
-                current = None
-                break
-            current = [function.start, function.end, key]
-        index_of.append(len(sections))
-    if current is not None:
-        sections.append(_section(len(sections), current))
+                return sections, index_of
+            start = run[0].start
+            end = max(f.end for f in run)
+            sections.append(CodeSection(f".text.jit{len(sections)}", start, end - start))
+            index_of.extend(itertools.repeat(len(sections) - 1, len(run)))
+        position += size
     return sections, index_of
 
 
-def _section(number: int, span) -> CodeSection:
-    return CodeSection(f".text.jit{number}", span[0], span[1] - span[0])
+def _touching_runs(functions: Sequence[Region]) -> List[Sequence[Region]]:
+    runs, begin = [], 0
+    for index in range(1, len(functions) + 1):
+        if index == len(functions) or functions[index].start > functions[index - 1].end:
+            runs.append(functions[begin:index])
+            begin = index
+    return runs
 
 
-def unwind_rules(memory: Memory, regions: RegionMap, functions: Sequence[Region]
+def unwind_rules(memory: Memory, functions: Sequence[Region], spans: Sequence[Span]
                  ) -> List[Tuple[int, int, bytes]]:
     """(start, bytes covered, CFA program) for every function whose start we can decode:
     its straight-line code, as far as the decoder understands it (up to its ``ret``, a
-    branch or an instruction it does not know).
-    Each JIT mapping is read once; identical code (every CPython perf trampoline) is
-    decoded once."""
+    branch or an instruction it does not know).  Each JIT mapping is read once;
+    identical code (every CPython perf trampoline) is decoded once."""
     rules = []
     chunks: Dict[Tuple[int, int], Optional[bytes]] = {}
     decoded: Dict[bytes, Tuple[int, bytes]] = {}
     budget = MAX_CODE_READ
-    for function in functions:
+    for function, span in zip(functions, spans):
         if function.kind not in DECODABLE:
             continue
-        mapping = regions.jit.find(function.start)
-        span = (mapping.start, mapping.end) if mapping is not None else (
-            function.start, function.end)
-        if span not in chunks:
+        if span is None:
+            span = (function.start, function.end)
+        chunk = chunks.get(span, False)
+        if chunk is False:
             size = span[1] - span[0]
-            chunks[span] = memory.try_read(span[0], size) if 0 < size <= budget else None
+            chunk = memory.try_read(span[0], size) if 0 < size <= budget else None
+            chunks[span] = chunk
             budget -= max(size, 0)
-        chunk = chunks[span]
         if chunk is None:
             continue
         offset = function.start - span[0]
-        code = chunk[offset:offset + min(function.size, MAX_DECODED)]
-        if code not in decoded:
+        code = chunk[offset:offset + min(function.end - function.start, MAX_DECODED)]
+        found = decoded.get(code)
+        if found is None:
             steps, covered = decode_steps(code)
-            decoded[code] = (covered, cfa_program(steps)) if covered else (0, b"")
-        covered, program = decoded[code]
-        if covered:
-            rules.append((function.start, covered, program))
+            found = decoded[code] = (covered, cfa_program(steps)) if covered else (0, b"")
+        if found[0]:
+            rules.append((function.start, found[0], found[1]))
     return rules
 
 
 def symbol_file_bytes(memory: Memory, regions: RegionMap, functions: Sequence[Region],
+                      spans: Optional[Sequence[Span]] = None,
                       with_unwind_rules: bool = True) -> bytes:
-    sections, index_of = code_sections(regions, functions)
-    symbols = [FunctionSymbol(f.name or f"[jit {f.start:#x}]", f.start, f.size, index)
-               for f, index in zip(functions, index_of)]
-    functions = functions[:len(index_of)]
-    rules = unwind_rules(memory, regions, functions) if with_unwind_rules else []
-    return write_elf(sections, symbols, build_eh_frame(rules) if rules else b"")
+    """The ELF for ``functions`` (from :func:`select`, with their ``spans``)."""
+    if spans is None:
+        by_start = dict(zip(*select(regions)))
+        spans = [by_start.get(f, None) for f in functions]
+    sections, index_of = code_sections(functions, spans)
+    functions, spans = functions[:len(index_of)], spans[:len(index_of)]
+    rules = unwind_rules(memory, functions, spans) if with_unwind_rules else []
+    return write_elf(sections, functions, index_of, build_eh_frame(rules) if rules else b"")

@@ -106,10 +106,20 @@ def _padded(body: bytes) -> bytes:
 
 def build_eh_frame(functions: Iterable[Tuple[int, int, bytes]]) -> bytes:
     """The section for ``functions``: (start address, bytes covered, CFA program)."""
-    out = bytearray(_cie())
+    parts = [_cie()]
+    offset = len(parts[0])
+    tails: dict = {}  # program -> (its FDE's length word + padded tail); programs repeat
+    pack = struct.Struct("<IIQQ").pack
     for start, size, program in functions:
-        cie_pointer = len(out) + 4  # from this FDE's CIE-pointer field back to offset 0
-        out += _padded(struct.pack("<IQQ", cie_pointer, start, size) + uleb128(0) + program)
-    out += b"\0\0\0\0"  # terminator
-    return bytes(out)
-
+        tail = tails.get(program)
+        if tail is None:
+            body = uleb128(0) + program
+            body += b"\0" * (-(len(body) + 24) % 8)  # DW_CFA_nop up to 8-byte alignment
+            tail = tails[program] = (20 + len(body), body)
+        # length, CIE pointer (from this field back to the CIE at offset 0), pc_begin,
+        # pc_range, then augmentation data length and instructions.
+        parts.append(pack(tail[0], offset + 4, start, size))
+        parts.append(tail[1])
+        offset += 4 + tail[0]
+    parts.append(b"\0\0\0\0")  # terminator
+    return b"".join(parts)
