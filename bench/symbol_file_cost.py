@@ -13,6 +13,10 @@ built from tests/fixtures/manyjit.c when missing or older) to its SIGTRAP with
   write the ELF, ``add-symbol-file`` it (what every stop whose JIT code changed costs);
 * bt after: the next ``bt`` (GDB now also reads the file's .eh_frame).
 
+Twice: live (the stop already read the perf map, so the first bt is warm in that
+respect) and on a core file of the same process (gcore), loaded with ``core-file``
+after the plugin, where the first bt also finds the regions and reads the perf map.
+
 Prints the median of each over the sessions and the ratio load / first bt (goal: < 0.20).
 Times are CPU time of the GDB process (user + system).  Each session checks that the
 bt lists the JIT frame by its perf-map name and that the load put N symbols in GDB.
@@ -21,9 +25,11 @@ bt lists the JIT frame by its perf-map name and that the load put N symbols in G
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -48,7 +54,10 @@ def _in_gdb(config) -> None:
         return cpu() - start, text
 
     gdb.execute("set jit-unwind symbol-file off")
-    gdb.execute("run", to_string=True)
+    if config.get("core"):
+        gdb.execute(f"core-file {config['core']}", to_string=True)
+    else:
+        gdb.execute("run", to_string=True)
     first, bt = timed("bt")
     last = config["functions"] - 1
     assert f"many::f{last}" in bt, bt
@@ -60,12 +69,11 @@ def _in_gdb(config) -> None:
     assert FILES.loaded, "no symbol file loaded"
     count = len(FILES._functions)
     assert count == config["functions"], count
-    pid = gdb.selected_inferior().pid
-    gdb.execute("kill")
-    try:
-        os.unlink(f"/tmp/perf-{pid}.map")
-    except OSError:
-        pass
+    if not config.get("core"):
+        if config.get("save_core"):
+            gdb.execute(f"gcore {config['save_core']}", to_string=True)
+        print(f"PID {gdb.selected_inferior().pid}")  # its perf map is removed at the end
+        gdb.execute("kill")
     print("RESULT " + json.dumps({"first_bt": first, "load": load, "bt_after": after}))
 
 
@@ -79,17 +87,33 @@ def _build(functions: int) -> Path:
     return binary
 
 
-def _session(gdb: str, binary: Path, functions: int) -> dict:
-    env = dict(os.environ, **{CONFIG_ENV: json.dumps({"functions": functions})})
+def _session(gdb: str, binary: Path, functions: int, core: str = "",
+             save_core: str = "") -> dict:
+    config = {"functions": functions, "core": core, "save_core": save_core}
+    env = dict(os.environ, **{CONFIG_ENV: json.dumps(config)})
     argv = [gdb, "-nx", "-q", "-batch", "-iex", "set debuginfod enabled off",
-            "-x", str(PLUGIN), "-x", __file__, "--args", str(binary), str(functions),
-            "--perf-map"]
+            "-x", str(PLUGIN), "-x", __file__]
+    argv += [str(binary)] if core else ["--args", str(binary), str(functions), "--perf-map"]
     result = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600,
                             stdin=subprocess.DEVNULL)
-    for line in (result.stdout + result.stderr).splitlines():
+    output = result.stdout + result.stderr
+    for line in output.splitlines():
         if line.startswith("RESULT "):
-            return json.loads(line[len("RESULT "):])
-    raise SystemExit(f"{gdb}: no result:\n{result.stdout}{result.stderr}")
+            found = json.loads(line[len("RESULT "):])
+            pid = re.search(r"^PID (\d+)$", output, re.M)
+            found["pid"] = int(pid.group(1)) if pid else None
+            return found
+    raise SystemExit(f"{gdb}: no result:\n{output}")
+
+
+def _report(label: str, runs) -> None:
+    first = statistics.median(r["first_bt"] for r in runs)
+    load = statistics.median(r["load"] for r in runs)
+    after = statistics.median(r["bt_after"] for r in runs)
+    ratio = statistics.median(r["load"] / r["first_bt"] for r in runs)
+    verdict = "ok" if ratio < GOAL else f"above the goal {GOAL:.2f}"
+    print(f"{label:<34} {first * 1e3:>8.1f}ms {load * 1e3:>8.1f}ms {after * 1e3:>8.1f}ms "
+          f"{ratio:>14.3f}  {verdict}")
 
 
 def main() -> None:
@@ -103,17 +127,23 @@ def main() -> None:
     binary = _build(options.functions)
     print(f"manyjit {options.functions} --perf-map, {options.sessions} sessions per GDB, "
           f"CPU time of GDB, medians")
-    print(f"{'GDB':<28} {'first bt':>10} {'load':>10} {'bt after':>10} {'load/first bt':>14}")
+    print(f"{'GDB, stack':<34} {'first bt':>10} {'load':>10} {'bt after':>10} "
+          f"{'load/first bt':>14}")
     for gdb in gdbs:
-        runs = [_session(gdb, binary, options.functions) for _ in range(options.sessions)]
-        first = statistics.median(r["first_bt"] for r in runs)
-        load = statistics.median(r["load"] for r in runs)
-        after = statistics.median(r["bt_after"] for r in runs)
-        ratio = statistics.median(r["load"] / r["first_bt"] for r in runs)
-        verdict = "ok" if ratio < GOAL else f"above the goal {GOAL:.2f}"
-        print(f"{gdb:<28} {first * 1e3:>8.1f}ms {load * 1e3:>8.1f}ms {after * 1e3:>8.1f}ms "
-              f"{ratio:>14.3f}  {verdict}")
-
+        with tempfile.TemporaryDirectory() as directory:
+            core = os.path.join(directory, "manyjit.core")
+            live = [_session(gdb, binary, options.functions, save_core=core if not i else "")
+                    for i in range(options.sessions)]
+            try:
+                cores = [_session(gdb, binary, options.functions, core=core)
+                         for _ in range(options.sessions)]
+            finally:
+                for run in live:
+                    if run["pid"]:
+                        Path(f"/tmp/perf-{run['pid']}.map").unlink(missing_ok=True)
+        name = os.path.relpath(gdb, REPO) if gdb.startswith(str(REPO)) else gdb
+        _report(f"{name}, live", live)
+        _report(f"{name}, core", cores)
 
 if __name__ == "__main__":
     if CONFIG_ENV in os.environ and "gdb" in sys.modules:
