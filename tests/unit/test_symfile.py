@@ -224,3 +224,25 @@ def test_one_file_per_change_in_a_private_directory():
         directory = os.path.dirname(first)
         files.cleanup()
     assert not os.path.exists(directory)
+
+
+def test_random_bytes_give_no_impossible_rule(tmp_path):
+    """Scrambled JIT code (a corrupted core): whatever the decoder makes of random bytes,
+    no rule moves the CFA below sp or saves a register at or above the return address."""
+    import random
+    rng = random.Random(1)
+    functions = [(f"f{i}", bytes(rng.getrandbits(8) for _ in range(60))) for i in range(60)]
+    data, symbols = _code(*functions)
+    path = _write(tmp_path, BytesMemory({JIT: data}), _map(symbols))
+    for _start, (_size, rows) in _fde_rows(path).items():
+        for _pc, offset, rules in rows:
+            assert 8 <= offset <= (1 << 20) + 8
+            assert all(arg < -8 for kind, arg in rules.values() if kind == "OFFSET")
+
+
+def test_rsp_moved_up_ends_the_rules(tmp_path):
+    code = bytes.fromhex("4883c410" "ffd0" "c3")  # add rsp, 16 (above the entry sp)
+    data, symbols = _code(("odd", code))
+    path = _write(tmp_path, BytesMemory({JIT: data}), _map(symbols))
+    size, rows = _fde_rows(path)[JIT]
+    assert size == 4 and [(pc - JIT, offset) for pc, offset, _ in rows] == [(0, 8)]

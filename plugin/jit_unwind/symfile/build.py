@@ -133,7 +133,11 @@ def unwind_rules(memory: Memory, functions: Sequence[Region], spans: Sequence[Sp
         found = decoded.get(code)
         if found is None:
             steps, covered = decode_steps(code)
-            found = decoded[code] = (covered, cfa_program(steps)) if covered else (0, b"")
+            try:
+                found = (covered, cfa_program(steps)) if covered else (0, b"")
+            except ValueError:  # a rule no CFA program can say: no rules for this code
+                found = (0, b"")
+            decoded[code] = found
         if found[0]:
             rules.append((function.start, found[0], found[1]))
     return rules

@@ -31,6 +31,8 @@ DW_CFA_def_cfa_offset = 0x0E
 
 
 def uleb128(value: int) -> bytes:
+    if value < 0:
+        raise ValueError(f"uleb128 of a negative number: {value}")
     out = bytearray()
     while True:
         byte = value & 0x7F

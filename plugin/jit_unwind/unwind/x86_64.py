@@ -16,6 +16,7 @@ REGISTERS = ("rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
 RSP, RBP = 4, 5
 CALLEE_SAVED = ("rbx", "rbp", "r12", "r13", "r14", "r15")
 MAX_INSTRUCTIONS = 256
+MAX_STACK_EFFECT = 1 << 20  # bytes a decoded prologue may move rsp down
 
 
 class DecodeError(Exception):
@@ -442,6 +443,11 @@ def decode_steps(code: bytes, limit: int = MAX_INSTRUCTIONS) -> Tuple[List[Step]
     steps: List[Step] = []
     pos = 0
     while pos < len(code) and len(steps) < limit:
+        if not 0 <= state.depth <= MAX_STACK_EFFECT or any(
+                offset >= 0 for offset in state.saved.values()):
+            # No prologue moves rsp above its entry value, or megabytes down, or saves a
+            # register over the return address: these bytes are no code we know.
+            return steps, pos
         steps.append(Step(pos, state.depth, tuple(sorted(state.saved.items())),
                           tuple(sorted(state.clobbered & set(CALLEE_SAVED)))))
         op_at = pos
@@ -474,4 +480,4 @@ def decode_steps(code: bytes, limit: int = MAX_INSTRUCTIONS) -> Tuple[List[Step]
             break
         if sim.jump_target is not None:
             return steps, pos
-    return steps, steps[-1].offset if steps else 0
+    return steps, pos
