@@ -50,8 +50,8 @@ class SymbolFiles:
         self._key = key
         if not functions:
             return old, None
-        path = self._new_path(process.pid())
         data = symbol_file_bytes(process.memory, regions, functions, spans)
+        path = self._new_path(process.pid())  # only once there is something to write
         with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
             out.write(data)
         self.loaded = path
