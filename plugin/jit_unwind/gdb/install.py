@@ -6,6 +6,7 @@ from .commands import InfoJitRegions, PyMixedBt
 from .frame_filter import JitFrameFilter
 from .settings import register_settings
 from .state import connect_events
+from . import symfile
 from .unwinder import JitUnwinder
 
 _installed = False
@@ -23,4 +24,6 @@ def install() -> None:
     gdb.unwinder.register_unwinder(None, JitUnwinder(), replace=True)
     frame_filter = JitFrameFilter()
     gdb.frame_filters[frame_filter.name] = frame_filter
+    symfile.connect()
     _installed = True
+    symfile.refresh()  # a core or process GDB already had when the plugin was loaded

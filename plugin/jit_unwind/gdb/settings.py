@@ -76,6 +76,35 @@ the process's.  "set jit-unwind jitdump" without a path goes back to looking alo
         return f"jit-unwind reads the jitdump file {value} first."
 
 
+class SymbolFile(gdb.Parameter):
+    """Whether jit-unwind gives GDB a symbol file for the JIT code of each stop.
+
+When on (the default), the named JIT functions of the process (perf map entries,
+CPython's JIT executors) are written to a small ELF file in a private temporary
+directory and loaded with "add-symbol-file FILE -o 0", so that GDB names them
+everywhere: frame lines after "frame N" or "up", "info symbol", "x/i", "disassemble",
+"break *'NAME'" (quote names with colons or spaces).  The file holds no code (the bytes
+stay the process's) and unwind rules (.eh_frame) only for code whose stack effect was
+decoded exactly (trampolines, entry shims).  It is replaced when the JIT code changes
+and removed when the process exits or GDB quits.  "info jit-regions" marks the regions
+it holds.  Off unloads it."""
+
+    set_doc = "Set whether jit-unwind loads a symbol file for JIT code."
+    show_doc = "Show whether jit-unwind loads a symbol file for JIT code."
+
+    def __init__(self):
+        super().__init__("jit-unwind symbol-file", gdb.COMMAND_STACK, gdb.PARAM_BOOLEAN)
+        self.value = True
+
+    def get_set_string(self):
+        from .symfile import refresh  # the setting takes effect now, not at the next stop
+        refresh()
+        return ""
+
+    def get_show_string(self, value):
+        return f"Loading a symbol file for JIT code is {value}."
+
+
 _parameters = {}
 
 
@@ -85,6 +114,12 @@ def register_settings() -> None:
     _parameters["show-method"] = ShowMethod()
     _parameters["debug"] = Debug()
     _parameters["jitdump"] = JitdumpPath()
+    _parameters["symbol-file"] = SymbolFile()
+
+
+def symbol_file_enabled() -> bool:
+    parameter = _parameters.get("symbol-file")
+    return bool(parameter is None or parameter.value)
 
 
 def show_method() -> bool:

@@ -8,14 +8,36 @@ from .debugger import PROCESS
 STATE = StopCache(PROCESS)
 
 
+# Object files we add ourselves (the JIT symbol file): they change no region.
+_OWN_OBJFILES = set()
+
+
+def ignore_objfile(path: str) -> None:
+    _OWN_OBJFILES.add(path)
+
+
+def _on_new_objfile(event) -> None:
+    if getattr(event.new_objfile, "filename", None) not in _OWN_OBJFILES:
+        STATE.invalidate()
+
+
+def _on_free_objfile(event) -> None:
+    if getattr(event.objfile, "filename", None) not in _OWN_OBJFILES:
+        STATE.invalidate()
+
+
 def connect_events() -> None:
     # Not "stop": nothing changes between a stop and the next resumption ("cont"),
     # and the map GDB's own stop handling built stays good for the first bt.
     # On "cont" the native code's places are kept for the next stop's first frames
     # (StopCache.known_native); a freed object file (GDB 15+) forgets them.
     gdb.events.cont.connect(STATE.resumed)
-    for name in ("new_objfile", "free_objfile", "clear_objfiles", "exited",
-                 "memory_changed", "inferior_call", "new_inferior", "inferior_deleted"):
+    for name in ("clear_objfiles", "exited", "memory_changed", "inferior_call",
+                 "new_inferior", "inferior_deleted"):
         registry = getattr(gdb.events, name, None)
         if registry is not None:
             registry.connect(STATE.invalidate)
+    gdb.events.new_objfile.connect(_on_new_objfile)
+    free_objfile = getattr(gdb.events, "free_objfile", None)
+    if free_objfile is not None:
+        free_objfile.connect(_on_free_objfile)

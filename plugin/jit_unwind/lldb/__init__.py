@@ -11,6 +11,7 @@ def install(debugger: "lldb.SBDebugger", internal_dict: dict) -> None:
     internal_dict["jit_unwind"] = jit_unwind  # LLDB resolves class names there
     from . import commands, registration
     commands.add_commands(debugger)
+    from . import symfile; symfile.install(debugger)  # names JIT code outside bt too
     if registration.providers_supported():  # LLDB 22+; the commands work without
         from . import provider  # noqa: F401
         registration.install_registration(debugger)

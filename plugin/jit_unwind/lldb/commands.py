@@ -86,7 +86,10 @@ class JitRegions(_Command):
     NAME = "jit-regions"
 
     def run(self, cache, command):
-        return jit_regions(cache.process, cache, command)
+        from . import symfile
+        target = cache.process.target
+        symfile.refresh(target)  # a safe point: load the symbol file if it is due
+        return jit_regions(cache.process, cache, command, symfile.loaded(target))
 
 
 class PyMixedBt(_Command):

@@ -24,7 +24,7 @@ class LldbMemory(Memory):
             return bytes(data)
         if self._core:
             sbaddress = self._target.ResolveLoadAddress(address)
-            if sbaddress.GetSection().IsValid():
+            if sbaddress.GetSection().GetFileByteSize() > 0:  # not a NOBITS section
                 error = lldb.SBError()
                 # LLDB 23 fills the buffer from the file and still reports the core's
                 # "does not contain" error: the length tells.

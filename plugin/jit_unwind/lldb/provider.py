@@ -21,6 +21,7 @@ from ..stack import classify, jit_label
 from .debugger import PASSTHROUGH, build_frames, provider_walk_key
 from .settings import debug_log, setting, show_method
 from .state import cache_for
+from .symfile import in_symbol_file
 from .walk import ThreadWalk
 
 MAX_INPUT_FRAMES = 20000
@@ -127,8 +128,13 @@ class JitFrameProvider(ScriptedFrameProvider):
                 result.append(NamedFrame(self.thread, len(result), None,
                                          walk_stopped(step.note)))
             elif step.jit:
-                result.append(NamedFrame(self.thread, len(result), step.pc,
-                                         self._jit_name(cache, frame_of[id(step)], step)))
+                name = self._jit_name(cache, frame_of[id(step)], step)
+                if in_symbol_file(cache.process.target, step.pc) and "[" not in name:
+                    # LLDB names it from our symbol file; a ScriptedFrame there crashes
+                    # LLDB 23.1 on `image lookup -a $pc`.  Marks need the ScriptedFrame.
+                    result.append({"idx": len(result), "pc": step.pc})
+                else:
+                    result.append(NamedFrame(self.thread, len(result), step.pc, name))
             else:
                 result.append({"idx": len(result), "pc": step.pc})
             for frame in below.get(id(step), ()):

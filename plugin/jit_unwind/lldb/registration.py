@@ -64,7 +64,12 @@ def refresh_providers(debugger: "lldb.SBDebugger") -> None:
 
 # What runs at every stop of every target (and when a target loads modules), each
 # given the SBExecutionContext: another module adds its own with add_stop_action().
-STOP_ACTIONS = [lambda exe_ctx: ensure_provider(exe_ctx.GetTarget())]
+def _refresh_symbol_file(exe_ctx) -> None:
+    from .symfile import refresh
+    refresh(exe_ctx.GetTarget())  # names JIT code outside bt too
+
+
+STOP_ACTIONS = [lambda exe_ctx: ensure_provider(exe_ctx.GetTarget()), _refresh_symbol_file]
 
 
 def add_stop_action(action) -> None:
@@ -103,6 +108,7 @@ def _listen(listener: "lldb.SBListener", stop: threading.Event):
             target = lldb.SBTarget.GetTargetFromEvent(event)
             if target.IsValid():
                 ensure_provider(target)
+                from .symfile import refresh_core; refresh_core(target)  # cores never stop
         except Exception:
             continue
 

@@ -30,7 +30,9 @@ def decode_from(ctx: UnwindContext, start: int, pc: int) -> Optional[PrologueSta
     if not 0 <= pc - start <= MAX_PROLOGUE:
         return None
     try:
-        return decode_prologue(ctx.memory.read(start, pc - start), start, pc)
+        # At the first instruction nothing ran; GDB 18 refuses a read of 0 bytes.
+        code = ctx.memory.read(start, pc - start) if pc > start else b""
+        return decode_prologue(code, start, pc)
     except (MemoryReadError, DecodeError):
         return None
 

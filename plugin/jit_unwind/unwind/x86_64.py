@@ -9,13 +9,14 @@ frames.
 """
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Set
+from typing import Dict, List, Optional, Set, Tuple
 
 REGISTERS = ("rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
              "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15")
 RSP, RBP = 4, 5
 CALLEE_SAVED = ("rbx", "rbp", "r12", "r13", "r14", "r15")
 MAX_INSTRUCTIONS = 256
+MAX_STACK_EFFECT = 1 << 20  # bytes a decoded prologue may move rsp down
 
 
 class DecodeError(Exception):
@@ -416,3 +417,67 @@ def decode_frame_setup(code: bytes) -> Optional[PrologueState]:
             break
         pos = _step(code, pos, sim)
     return sim.state if sim.state.depth else None
+
+
+@dataclass(frozen=True)
+class Step:
+    """The stack effect in force at ``offset`` (before that instruction runs): ``depth``
+    bytes below the entry sp, callee-saved registers stored at entry-sp offsets
+    (``saved``), callee-saved registers written without being saved (``lost``)."""
+
+    offset: int
+    depth: int
+    saved: Tuple[Tuple[str, int], ...]
+    lost: Tuple[str, ...]
+
+
+def decode_steps(code: bytes, limit: int = MAX_INSTRUCTIONS) -> Tuple[List[Step], int]:
+    """The stack effect before every instruction of the straight-line start of ``code``
+    (a function's bytes from its first one), and how many bytes are covered exactly.
+
+    Decoding stops after a ``ret`` (the function's end), before the first instruction
+    it does not understand, and after a branch (what follows may be reached with another
+    stack effect).  ``pop`` of a saved register and ``leave`` restore what they pop."""
+    sim = _Simulator()
+    state = sim.state
+    steps: List[Step] = []
+    pos = 0
+    while pos < len(code) and len(steps) < limit:
+        if not 0 <= state.depth <= MAX_STACK_EFFECT or any(
+                offset >= 0 for offset in state.saved.values()):
+            # No prologue moves rsp above its entry value, or megabytes down, or saves a
+            # register over the return address: these bytes are no code we know.
+            return steps, pos
+        steps.append(Step(pos, state.depth, tuple(sorted(state.saved.items())),
+                          tuple(sorted(state.clobbered & set(CALLEE_SAVED)))))
+        op_at = pos
+        rex = 0
+        if code[op_at] in (0xF2, 0xF3) and code[op_at + 1:op_at + 2] == b"\xc3":
+            return steps, op_at + 2  # rep ret
+        if 0x40 <= code[op_at] <= 0x4F and op_at + 1 < len(code):
+            rex = code[op_at]
+            op_at += 1
+        op = code[op_at]
+        if op == 0xC3 and not rex:
+            return steps, op_at + 1
+        if op == 0xC9 and not rex:  # leave: mov rsp, rbp; pop rbp
+            if state.frame_pointer_depth is None or "rbp" not in state.saved:
+                break
+            state.depth = state.frame_pointer_depth - 8
+            state.saved.pop("rbp")
+            pos = op_at + 1
+            continue
+        if 0x58 <= op <= 0x5F:  # pop: a saved register popped from its slot is restored
+            name = REGISTERS[(op - 0x58) | ((rex & 1) << 3)]
+            if state.saved.get(name) == -state.depth:
+                state.saved.pop(name)
+                state.depth -= 8
+                pos = op_at + 1
+                continue
+        try:
+            pos = _step(code, pos, sim)
+        except DecodeError:
+            break
+        if sim.jump_target is not None:
+            return steps, pos
+    return steps, pos

@@ -1,0 +1,80 @@
+"""Load the symbol file of this stop's JIT code into GDB (``add-symbol-file FILE -o 0``)
+and replace it when the named regions change (``remove-symbol-file FILE``).
+
+Runs only at safe points: after a stop, before a prompt, when the plugin loads (a core
+given on GDB's command line), when the setting changes, and from our own commands.
+Never inside the unwinder or a frame filter: adding an object file resets GDB's frame
+cache, which must not happen while GDB is building or printing frames.
+"""
+
+import gdb
+
+from ..symfile import SymbolFiles
+from .settings import debug_log, symbol_file_enabled
+from .state import STATE, ignore_objfile
+
+FILES = SymbolFiles()
+_refreshed_for = None  # the region map the loaded file was planned from
+
+
+def refresh(*_args) -> None:
+    """Load, replace or unload the symbol file for the current stop; never raises."""
+    global _refreshed_for
+    try:
+        if not symbol_file_enabled() or STATE.process.pid() is None:
+            unload()
+            return
+        regions = STATE.regions()
+        if regions is _refreshed_for:  # same stop, same map: nothing can have changed
+            return
+        _refreshed_for = regions
+        if FILES.loaded is None and not (len(regions.symbols) or (
+                regions.has_jit() and STATE.is_python_process())):
+            # Names come from a perf map or CPython's executors: without either, a stop
+            # does not look for runtimes (JIT interface, CPython) on our account.
+            return
+        old, new = FILES.plan(STATE.process, STATE)
+    except Exception as error:  # never let a symbol file break a stop
+        debug_log(f"symbol file: {error!r}")
+        return
+    _replace(old, new)
+
+
+def unload(*_args) -> None:
+    global _refreshed_for
+    _refreshed_for = None
+    _replace(FILES.discard(), None)
+
+
+def _replace(old, new) -> None:
+    if old:
+        try:
+            gdb.execute(f'remove-symbol-file "{old}"', to_string=True)
+        except gdb.error as error:  # already gone (the program space was reset)
+            debug_log(f"remove-symbol-file: {error}")
+        FILES.delete(old)
+    if new:
+        ignore_objfile(new)
+        try:
+            # -o 0: the file's addresses are the process's; no query, no output.
+            gdb.execute(f'add-symbol-file "{new}" -o 0', to_string=True)
+            debug_log(f"symbol file {new} loaded")
+        except gdb.error as error:
+            debug_log(f"add-symbol-file: {error}")
+            FILES.failed(new)
+
+
+def exiting(*_args) -> None:
+    """GDB exits: remove the files (GDB drops its object files itself)."""
+    FILES.cleanup()
+
+
+def connect() -> None:
+    gdb.events.stop.connect(refresh)
+    before_prompt = getattr(gdb.events, "before_prompt", None)
+    if before_prompt is not None:
+        before_prompt.connect(refresh)
+    gdb.events.exited.connect(unload)
+    gdb_exiting = getattr(gdb.events, "gdb_exiting", None)
+    if gdb_exiting is not None:
+        gdb_exiting.connect(exiting)

@@ -1,0 +1,153 @@
+"""Load the symbol file of this stop's JIT code into LLDB (``SBTarget.AddModule`` at
+slide 0) and replace it when the named regions change (``SBTarget.RemoveModule``).
+
+Called at safe points only: a stop-hook (every stop, before the user sees it), the
+jit-regions command, and for a core file (which never stops) registration's listener
+thread; never from the frame provider, which LLDB runs while it builds a thread's
+frames.  With the file loaded, LLDB's own unwinder goes through the code the file has
+.eh_frame for, and LLDB 23.1 still lists the provider's JIT frames (ScriptedFrames)
+inside the module, named from its symbols (measured on the toy JIT, CPython -X perf and
+CPython's JIT): the provider needs no change.
+"""
+
+import os
+import threading
+from typing import Dict, Optional, Tuple
+
+import lldb
+
+from ..symfile import SymbolFiles
+from .state import cache_for
+
+TRIPLE = "x86_64-unknown-linux-gnu"
+HOOK = "jit_unwind.lldb.symfile.LoadOnStop"
+SETTING = "jit-unwind symbol-file"
+
+# Per target (GloballyUniqueID): its SymbolFiles and the module loaded from it.
+_files: Dict[int, SymbolFiles] = {}
+_modules: Dict[int, "lldb.SBModule"] = {}
+enabled = True
+_lock = threading.Lock()
+
+
+def _key(target: "lldb.SBTarget") -> int:
+    """A target's identity (LLDB 19 has no GetGloballyUniqueID: its index then)."""
+    unique = getattr(target, "GetGloballyUniqueID", None)
+    if unique is not None:
+        return unique()
+    return -1 - target.GetDebugger().GetIndexOfTarget(target)
+
+
+def refresh(target: "lldb.SBTarget") -> None:
+    """Load, replace or unload ``target``'s symbol file for this stop; never raises."""
+    try:
+        with _lock:  # the listener thread and the main thread may both get here
+            _refresh(target)
+    except Exception:  # a symbol file is a bonus; never disturb a stop
+        pass
+
+
+def _refresh(target) -> None:
+    if target is None or not target.IsValid():
+        return
+    key = _key(target)
+    files = _files.setdefault(key, SymbolFiles())
+    process = target.GetProcess()
+    if not enabled or not process.IsValid() or process.GetProcessID() <= 0:
+        _replace(target, key, files, files.discard(), None)
+        return
+    cache = cache_for(process)
+    if not cache.regions().has_jit() and files.loaded is None:
+        return
+    old, new = files.plan(cache.process, cache)
+    _replace(target, key, files, old, new)
+
+
+def _replace(target, key, files, old, new) -> None:
+    if old:
+        module = _modules.pop(key, None)
+        if module is not None and module.IsValid():
+            target.RemoveModule(module)
+        files.delete(old)
+    if new:
+        module = target.AddModule(new, TRIPLE, None)
+        if module is None or not module.IsValid():
+            files.failed(new)
+            return
+        error = target.SetModuleLoadAddress(module, 0)
+        if error.Fail():
+            target.RemoveModule(module)
+            files.failed(new)
+            return
+        _modules[key] = module
+        # LLDB keeps what it read: parse the symbols now and remove the file at once, as
+        # LLDB 19 exits without running Python's atexit handlers.
+        module.GetNumSymbols()
+        files.delete(new)
+        try:
+            os.rmdir(os.path.dirname(new))
+        except OSError:
+            pass
+
+
+def refresh_core(target: "lldb.SBTarget") -> None:
+    """From registration's listener thread (modules loaded): a core file never stops,
+    so its symbol file is loaded there.  Live processes are left to the stop-hook."""
+    if cache_for(target.GetProcess()).process.core_file() is not None:
+        refresh(target)
+
+
+def in_symbol_file(target: "lldb.SBTarget", pc: int) -> bool:
+    """True when ``pc`` lies in the module of ``target``'s symbol file.  The provider
+    returns such frames as ``{"pc": ...}`` (LLDB names them from the module): LLDB 23.1
+    crashes evaluating ``$pc`` (``image lookup -a $pc``) in a ScriptedFrame there."""
+    module = _modules.get(_key(target))
+    if module is None or pc is None:
+        return False
+    return target.ResolveLoadAddress(pc).GetModule() == module
+
+
+def loaded(target: "lldb.SBTarget"):
+    """(path, predicate on a Region) for jit-regions, or None."""
+    files = _files.get(_key(target))
+    if files is None or files.loaded is None:
+        return None
+    return files.loaded, files.covers
+
+
+def cleanup(*_args) -> None:
+    for files in _files.values():
+        files.cleanup()
+
+
+class LoadOnStop:
+    """Stop-hook (``target stop-hook add -P``): refreshes its target's symbol file."""
+
+    def __init__(self, target, extra_args, internal_dict):
+        pass
+
+    def handle_stop(self, exe_ctx, stream):
+        refresh(exe_ctx.GetTarget())
+        return True
+
+
+def install(debugger: "lldb.SBDebugger") -> None:
+    """Refresh at every stop: registration's stop-hook does it where it adds one (LLDB
+    22+ with no target yet); otherwise a stop-hook of our own, on every existing target
+    or on the dummy target (LLDB copies that one to targets created later).  One hook
+    only: with two, LLDB prints a header for each at every stop."""
+    import atexit
+    from .registration import providers_supported
+    atexit.register(cleanup)
+    targets = [debugger.GetTargetAtIndex(i) for i in range(debugger.GetNumTargets())]
+    if providers_supported() and not targets:
+        return
+    interpreter = debugger.GetCommandInterpreter()
+    selected = debugger.GetSelectedTarget()
+    for target in targets or [None]:
+        if target is not None:
+            debugger.SetSelectedTarget(target)
+        interpreter.HandleCommand(f"target stop-hook add -P {HOOK}",
+                                  lldb.SBCommandReturnObject())
+    if selected.IsValid():
+        debugger.SetSelectedTarget(selected)

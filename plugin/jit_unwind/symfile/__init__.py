@@ -1,0 +1,102 @@
+"""A symbol file for the JIT code of this stop: an ELF the debugger loads so that JIT
+functions have names everywhere (frame lines, ``info symbol``, ``x/i``, ``break``), and
+unwind rules (``.eh_frame``) for the code whose stack effect we decoded.
+
+:class:`SymbolFiles` decides, once per stop, whether the named regions changed; if so
+it writes a new file into a private temporary directory and tells the adapter which
+file to unload and which to load.  The adapter does the loading (GDB's
+``add-symbol-file``, LLDB's ``SBTarget.AddModule``) and calls :meth:`SymbolFiles.delete`
+once the debugger has let go of the old file.
+"""
+
+import atexit
+import os
+import shutil
+import tempfile
+from typing import Optional, Set, Tuple
+
+from ..model import Region
+from .build import select, symbol_file_bytes
+
+__all__ = ["SymbolFiles"]
+
+
+class SymbolFiles:
+    """The symbol file of one debugger session: at most one is loaded at a time."""
+
+    def __init__(self, prefix: str = "jit-unwind-"):
+        self._prefix = prefix
+        self._directory: Optional[str] = None
+        self._count = 0
+        self._key: Optional[Tuple] = None
+        self.loaded: Optional[str] = None  # the file the debugger holds now
+        self._functions: Tuple[Region, ...] = ()
+        self._covered: Optional[Set[Region]] = None  # built when asked
+
+    def plan(self, process, cache) -> Tuple[Optional[str], Optional[str]]:
+        """(file to unload, file to load) for this stop of ``process`` (a
+        debugger.Process) with ``cache`` (its session.StopCache); (None, None) when the
+        named regions are those of the loaded file."""
+        if process.pid() is None:
+            return self.discard(), None
+        regions = cache.named_regions()
+        functions, spans = select(regions)
+        # Regions are frozen and a perf map's are reused while the file is unchanged,
+        # so comparing with the last key is mostly identity checks.
+        key = (process.pid(), tuple(functions))  # not key(): LLDB's changes at every stop
+        if key == self._key:
+            return None, None
+        old = self.discard()
+        self._key = key
+        if not functions:
+            return old, None
+        data = symbol_file_bytes(process.memory, regions, functions, spans)
+        path = self._new_path(process.pid())  # only once there is something to write
+        with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
+            out.write(data)
+        self.loaded = path
+        self._functions = key[1]
+        return old, path
+
+    def _new_path(self, pid: int) -> str:
+        if self._directory is None or not os.path.isdir(self._directory):
+            self._directory = tempfile.mkdtemp(prefix=self._prefix)  # mode 0700
+            atexit.register(shutil.rmtree, self._directory, True)
+        self._count += 1
+        return os.path.join(self._directory, f"jit-{pid}-{self._count}.elf")
+
+    def discard(self) -> Optional[str]:
+        """Forget the loaded file; returns it for the adapter to unload, then delete."""
+        old, self.loaded = self.loaded, None
+        self._key = None
+        self._functions, self._covered = (), None
+        return old
+
+    def failed(self, path: str) -> None:
+        """The debugger would not load ``path``: keep the key (no retry at every stop),
+        drop the file."""
+        if self.loaded == path:
+            self.loaded = None
+            self._functions, self._covered = (), None
+        self.delete(path)
+
+    def covers(self, region: Region) -> bool:
+        """True when ``region`` is a function of the loaded symbol file."""
+        if self._covered is None:
+            self._covered = set(self._functions)
+        return region in self._covered
+
+    @staticmethod
+    def delete(path: Optional[str]) -> None:
+        if path:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+    def cleanup(self) -> None:
+        """Remove the directory and every file in it (the debugger exits)."""
+        self.discard()
+        if self._directory is not None:
+            shutil.rmtree(self._directory, ignore_errors=True)
+            self._directory = None

@@ -1,0 +1,156 @@
+"""Which named JIT regions go into the symbol file, and the file's bytes.
+
+Named regions of this stop (perf map, CPython's executor shims and traces) that lie in
+JIT memory: not code GDB's JIT interface registered (GDB has its own symbols for it) and
+not addresses inside a mapped file (the file's own symbols name those).  Where entries
+overlap (a perf map with lines of a dead process of the same pid) the later one wins.
+
+A V8 or CPython perf map has tens of thousands of lines, and the file is written at
+the stop the user waits for: one pass over the sorted regions, identical code decoded
+once, and the tables packed in bulk.
+"""
+
+import itertools
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from ..model import Region
+from ..regions import RegionMap
+from ..target import Memory
+from ..unwind.x86_64 import decode_steps
+from .eh_frame import build_eh_frame, cfa_program
+from .elf import CodeSection, write_elf
+
+MAX_FUNCTIONS = 1_000_000
+MAX_SECTIONS = 4096
+MAX_CODE_READ = 64 << 20      # bytes of JIT memory read for unwind rules, in all
+MAX_DECODED = 4096            # bytes decoded per function
+# Kinds of region whose first byte starts code a decode can follow (not a trace).
+DECODABLE = ("function", "shim")
+
+Span = Optional[Tuple[int, int]]  # the JIT mapping holding a function, if known
+
+
+def symbol_file_regions(regions: RegionMap) -> List[Region]:
+    """The named regions to put in the symbol file, sorted by start, not overlapping."""
+    return select(regions)[0]
+
+
+def select(regions: RegionMap) -> Tuple[List[Region], List[Span]]:
+    """The regions for the symbol file and the JIT mapping of each (None for entries
+    outside every known mapping, e.g. a core without a mapping list)."""
+    kept: List[Region] = []
+    spans: List[Span] = []
+    jit = regions.jit.items  # sorted by start, not overlapping
+    registered = len(regions.registered) > 0
+    index, count = 0, len(jit)
+    for region in regions.symbols:  # sorted by start
+        start = region.start
+        while index < count and jit[index].end <= start:
+            index += 1
+        if index < count and jit[index].start <= start:
+            span: Span = (jit[index].start, jit[index].end)
+        elif regions.mapping_at(start) is not None:
+            continue  # inside a mapped file: not JIT code
+        else:
+            span = None
+        if registered and regions.registered.find(start) is not None:
+            continue
+        if kept and start < kept[-1].end:
+            overlapped = []
+            while kept and start < kept[-1].end:
+                overlapped.append((kept.pop(), spans.pop()))
+            if any(other.sequence > region.sequence for other, _ in overlapped):
+                for other, other_span in reversed(overlapped):  # a later line wins
+                    kept.append(other)
+                    spans.append(other_span)
+                continue
+        kept.append(region)
+        spans.append(span)
+        if len(kept) >= MAX_FUNCTIONS:
+            break
+    return kept, spans
+
+
+def code_sections(functions: Sequence[Region], spans: Sequence[Span]) -> Tuple[
+        List[CodeSection], List[int]]:
+    """One SHT_NOBITS section per JIT mapping holding functions (never spanning memory
+    between mappings, where libraries may lie; functions outside any known mapping get
+    one per run of touching functions), and the section index of each function in
+    order.  Past MAX_SECTIONS sections the remaining functions are left out: the list
+    of indexes is then shorter than ``functions``."""
+    sections: List[CodeSection] = []
+    index_of: List[int] = []
+    position = 0
+    for span, group in itertools.groupby(spans):
+        size = sum(1 for _ in group)
+        members = functions[position:position + size]
+        runs = [members] if span is not None else _touching_runs(members)
+        for run in runs:
+            if len(sections) >= MAX_SECTIONS:
+                return sections, index_of
+            start = run[0].start
+            end = max(f.end for f in run)
+            sections.append(CodeSection(f".text.jit{len(sections)}", start, end - start))
+            index_of.extend(itertools.repeat(len(sections) - 1, len(run)))
+        position += size
+    return sections, index_of
+
+
+def _touching_runs(functions: Sequence[Region]) -> List[Sequence[Region]]:
+    runs, begin = [], 0
+    for index in range(1, len(functions) + 1):
+        if index == len(functions) or functions[index].start > functions[index - 1].end:
+            runs.append(functions[begin:index])
+            begin = index
+    return runs
+
+
+def unwind_rules(memory: Memory, functions: Sequence[Region], spans: Sequence[Span]
+                 ) -> List[Tuple[int, int, bytes]]:
+    """(start, bytes covered, CFA program) for every function whose start we can decode:
+    its straight-line code, as far as the decoder understands it (up to its ``ret``, a
+    branch or an instruction it does not know).  Each JIT mapping is read once;
+    identical code (every CPython perf trampoline) is decoded once."""
+    rules = []
+    chunks: Dict[Tuple[int, int], Optional[bytes]] = {}
+    decoded: Dict[bytes, Tuple[int, bytes]] = {}
+    budget = MAX_CODE_READ
+    for function, span in zip(functions, spans):
+        if function.kind not in DECODABLE:
+            continue
+        if span is None:
+            span = (function.start, function.end)
+        chunk = chunks.get(span, False)
+        if chunk is False:
+            size = span[1] - span[0]
+            chunk = memory.try_read(span[0], size) if 0 < size <= budget else None
+            chunks[span] = chunk
+            budget -= max(size, 0)
+        if chunk is None:
+            continue
+        offset = function.start - span[0]
+        code = chunk[offset:offset + min(function.end - function.start, MAX_DECODED)]
+        found = decoded.get(code)
+        if found is None:
+            steps, covered = decode_steps(code)
+            try:
+                found = (covered, cfa_program(steps)) if covered else (0, b"")
+            except ValueError:  # a rule no CFA program can say: no rules for this code
+                found = (0, b"")
+            decoded[code] = found
+        if found[0]:
+            rules.append((function.start, found[0], found[1]))
+    return rules
+
+
+def symbol_file_bytes(memory: Memory, regions: RegionMap, functions: Sequence[Region],
+                      spans: Optional[Sequence[Span]] = None,
+                      with_unwind_rules: bool = True) -> bytes:
+    """The ELF for ``functions`` (from :func:`select`, with their ``spans``)."""
+    if spans is None:
+        by_start = dict(zip(*select(regions)))
+        spans = [by_start.get(f, None) for f in functions]
+    sections, index_of = code_sections(functions, spans)
+    functions, spans = functions[:len(index_of)], spans[:len(index_of)]
+    rules = unwind_rules(memory, functions, spans) if with_unwind_rules else []
+    return write_elf(sections, functions, index_of, build_eh_frame(rules) if rules else b"")

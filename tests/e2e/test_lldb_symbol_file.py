@@ -1,0 +1,136 @@
+"""JIT code named outside ``bt`` in LLDB: the symbol file jit-unwind adds as a module
+(``SBTarget.AddModule`` at slide 0) names JIT frames in ``frame select`` and ``image
+lookup -a``; with its .eh_frame LLDB's own unwinder goes through the toy JIT's code and
+CPython's trampolines.  LLDB 23.1 (frame provider) and Debian's LLDB 19 (none); live
+and from a core file."""
+
+import re
+from pathlib import Path
+
+from tests.e2e.test_lldb19 import run_lldb19
+from tests.lldb_driver import WAIT_FOR_PROVIDER, parse_lldb_backtrace, run_lldb
+from tests.python_expect import python_of
+from tests.support import REPO, fixture_binary, run_gdb
+
+TOY = ["mixed", "1", "sigtrap", "--perf-map"]
+# The toy's stack under LLDB (two libc frames above toy_stop): the frames the
+# navigation below selects, checked against the bt of the same run.
+JIT_FRAMES = {4: "toy::jit_fp", 7: "toy::jit_frameless", 8: "toy::enter_trampoline"}
+NAVIGATE = ["bt", "frame select 4", "image lookup -a $pc", "frame select 8",
+            "image lookup -a $pc", "image list"]
+
+
+def _navigate_by_address(bt_output, levels=(4, 8)):
+    """NAVIGATE with the frames' pcs instead of ``$pc``: in LLDB 23.1 ``$pc`` of a frame
+    a provider made from a ``{"pc": ...}`` is another frame's (LLDB's addresses are the
+    same in every run: it turns address space randomisation off)."""
+    frames = parse_lldb_backtrace(bt_output)
+    pcs = {level: re.search(r"frame #\d+: (0x[0-9a-f]+)", frames[level].line).group(1)
+           for level in levels}
+    commands = ["bt"]
+    for level in levels:
+        commands += [f"frame select {level}", f"image lookup -a {pcs[level]}"]
+    return commands + ["image list"]
+PERF_SCRIPT = REPO / "tests" / "fixtures" / "python" / "recurse_sigtrap.py"
+
+
+def _remove_perf_maps(output):
+    for pid in set(re.findall(r"Process (\d+) (?:launched|stopped)", output)):
+        Path(f"/tmp/perf-{pid}.map").unlink(missing_ok=True)
+
+
+def _symbol_file(output):
+    match = re.search(r"(/\S+/jit-\d+-\d+\.elf)", output)
+    assert match, output
+    return Path(match.group(1))
+
+
+def _check_toy(output):
+    frames = parse_lldb_backtrace(output.split("(lldb) frame select 4")[0])
+    for level, name in JIT_FRAMES.items():
+        assert frames[level].function == name, output
+        assert re.search(rf"jit-\d+-\d+\.elf`{re.escape(name)} \+ \d+", frames[level].line), output
+    assert "main" in [f.function for f in frames], output
+    for level in (4, 8):
+        assert re.search(rf"^frame #{level}: 0x[0-9a-f]+ jit-\d+-\d+\.elf`"
+                         rf"{re.escape(JIT_FRAMES[level])} \+ \d+", output, re.M), output
+        assert re.search(rf"Summary: jit-\d+-\d+\.elf`{re.escape(JIT_FRAMES[level])} \+ \d+",
+                         output), output
+
+
+def test_lldb23_names_toy_jit_frames_live_and_from_a_core(tmp_path):
+    toyjit = fixture_binary("toyjit")
+    first = run_lldb(["run", "bt"], [toyjit, *TOY])
+    live = run_lldb(["run", *_navigate_by_address(first), "jit-regions"], [toyjit, *TOY])
+    core = tmp_path / "toyjit.core"
+    gdb_output = run_gdb(GDB_13, ["run", f"gcore {core}"], [toyjit, *TOY], plugin=False)
+    try:
+        first_core = run_lldb([WAIT_FOR_PROVIDER, "jit-regions", "bt"], [toyjit], core=core)
+        from_core = run_lldb([WAIT_FOR_PROVIDER, "jit-regions",
+                              *_navigate_by_address(first_core)], [toyjit], core=core)
+    finally:
+        _remove_perf_maps(first)
+        _remove_perf_maps(live)
+        for pid in set(re.findall(r"process (\d+)", gdb_output)):
+            Path(f"/tmp/perf-{pid}.map").unlink(missing_ok=True)
+    for output in (live, from_core):
+        _check_toy(output)
+        assert re.search(r"Symbol file /\S+\.elf: all 4 perf-map regions\.", output), output
+        assert not _symbol_file(output).exists(), output  # removed when LLDB quits
+
+
+def test_lldb23_bt_with_the_symbol_file_lists_every_frame():
+    """The provider's bt with the module loaded: the same frames to main as without it
+    (LLDB 23.1 keeps ScriptedFrames inside the module)."""
+    toyjit = fixture_binary("toyjit")
+    for args in (["frameless", "50", "sigtrap", "--perf-map"], TOY):
+        with_file = run_lldb(["run", "bt"], [toyjit, *args])
+        without = run_lldb(["script import jit_unwind.lldb.symfile as s; s.enabled = False",
+                            "run", "bt"], [toyjit, *args])
+        _remove_perf_maps(with_file + without)
+        names = [f.function for f in parse_lldb_backtrace(with_file)]
+        plain = [f.function for f in parse_lldb_backtrace(without)]
+        assert ".elf`" in with_file and ".elf`" not in without
+        assert names[:names.index("main") + 1] == plain[:plain.index("main") + 1], with_file
+
+
+def test_lldb19_unwinds_and_names_jit_frames_with_the_symbol_file(tmp_path):
+    """LLDB 19 has no frame provider: its own bt stopped at the first JIT frame; with
+    the symbol file's names and unwind rules it reaches main."""
+    output = run_lldb19(tmp_path, [fixture_binary("toyjit"), *TOY], NAVIGATE)
+    _remove_perf_maps(output)
+    _check_toy(output)
+    assert not _symbol_file(output).exists(), output
+
+
+def test_perf_trampolines_named_in_lldb23(tmp_path):
+    python = python_of("3.12.1")
+    first = run_lldb(["run", "bt"], [python, "-X", "perf", PERF_SCRIPT])
+    live = run_lldb(["run", *_navigate_by_address(first, (7,))],
+                    [python, "-X", "perf", PERF_SCRIPT])
+    _remove_perf_maps(first + live)
+    name = f"py::recurse:{PERF_SCRIPT}"
+    frames = parse_lldb_backtrace(live.split("(lldb) frame select 7")[0])
+    trampolines = [f for f in frames if ".elf`py::" in f.line]
+    assert [f.line.split("`", 1)[1].split(" + ")[0] for f in trampolines] == (
+        [name] * 4 + [f"py::<module>:{PERF_SCRIPT}"]), live
+    assert frames[-1].function == "_start", live
+    assert re.search(rf"^frame #7: 0x[0-9a-f]+ jit-\d+-\d+\.elf`{re.escape(name)} \+ \d+",
+                     live, re.M), live
+    assert re.search(rf"Summary: jit-\d+-\d+\.elf`{re.escape(name)} \+ \d+", live), live
+
+
+def test_perf_trampolines_have_symbols_in_lldb19(tmp_path):
+    """LLDB 19's own unwind stops in libpython below the first trampoline (as without
+    jit-unwind), but the stop-hook loaded the symbol file: the trampolines have names."""
+    name = f"py::recurse:{PERF_SCRIPT}"
+    output = run_lldb19(tmp_path, [python_of("3.12.1"), "-X", "perf", PERF_SCRIPT],
+                        ["image list", f"image lookup -s {name}"])
+    _remove_perf_maps(output)
+    loaded = output.split("(lldb) image list")[1].split("(lldb) image lookup")[0]
+    assert re.search(r"/jit-unwind-\w+/jit-\d+-1\.elf", loaded), output
+    assert re.search(rf"Summary: jit-\d+-1\.elf`{re.escape(name)}$", output, re.M), output
+    assert not _symbol_file(output).exists(), output
+
+
+GDB_13 = Path("/usr/bin/gdb")
