@@ -184,7 +184,8 @@ class JitFrameFilter:
         if not self._enabled:
             return False
         try:
-            return STATE.has_jit_or_python()
+            # With show-method, also for frames in code without CFI ("[via prologue]").
+            return STATE.has_jit_or_python() or show_method()
         except Exception:
             return False
 

@@ -8,7 +8,8 @@ binary search.
 import gdb
 from gdb.unwinder import Unwinder
 
-from ..unwind import UnwindContext, unwind_jit_frame
+from ..regions.nocfi import function_at
+from ..unwind import UnwindContext, unwind_jit_frame, unwind_nocfi_frame
 from .settings import debug_log
 from .state import STATE
 
@@ -32,10 +33,6 @@ class JitUnwinder(Unwinder):
         self._u64 = None
 
     def __call__(self, pending_frame):
-        # GDB asks about every frame of every program: without JIT code, one attribute
-        # read and out (False only once this stop's regions are known to hold none).
-        if STATE.has_jit is False:
-            return None
         try:
             return self._unwind(pending_frame)
         except Exception as error:  # never break the debugger's own unwinding
@@ -48,9 +45,9 @@ class JitUnwinder(Unwinder):
         return gdb.Value(number).cast(self._u64)
 
     def _unwind(self, pending_frame):
+        # GDB asks about every frame of every program: one pc read and two cached range
+        # lookups (JIT code? code of a mapped file without CFI?) for a normal frame.
         regions = STATE.regions()
-        if not regions.has_jit():  # most processes: one attribute check per frame
-            return None
         if self._has_pc:
             pc = pending_frame.pc()
         else:
@@ -59,7 +56,10 @@ class JitUnwinder(Unwinder):
         innermost = level == 0
         lookup = pc if innermost else pc - 1
         if regions.jit_region_at(lookup) is None:
-            return None
+            nocfi = regions.nocfi_at(lookup)
+            if nocfi is None:
+                return None
+            return self._unwind_nocfi(pending_frame, regions, nocfi, pc, innermost)
         regions = STATE.named_regions()
         if regions.is_registered(lookup):
             return None
@@ -77,6 +77,31 @@ class JitUnwinder(Unwinder):
         STATE.record(pc, sp, result)
         debug_log(lambda: f"frame #{level} pc={pc:#x} sp={sp:#x}: {result}")
 
+        return self._unwind_info(pending_frame, arch, result, sp, pc)
+
+    def _unwind_nocfi(self, pending_frame, regions, nocfi, pc, innermost):
+        """A frame in a mapped file's code without CFI: our exact strategies, else
+        None and GDB's own heuristics, as without us."""
+        arch = pending_frame.architecture()
+        if arch.name() != X86_64:
+            return None
+        sp = int(pending_frame.read_register("rsp"))
+
+        def read_register(name):
+            return int(pending_frame.read_register(name))
+
+        lookup = pc if innermost else pc - 1
+        ctx = UnwindContext(pc, sp, self._memory, regions, read_register, innermost,
+                            STATE.process.function_start, function_at(nocfi, lookup))
+        result = unwind_nocfi_frame(ctx)
+        debug_log(lambda: f"frame #{pending_frame.level()} pc={pc:#x} sp={sp:#x} "
+                          f"(no CFI in {nocfi.name}): {result or 'left to GDB'}")
+        if result is None:
+            return None
+        STATE.record(pc, sp, result)
+        return self._unwind_info(pending_frame, arch, result, sp, pc)
+
+    def _unwind_info(self, pending_frame, arch, result, sp, pc):
         id_sp = result.cfa if result.cfa is not None else sp
         id_pc = result.frame_start if result.frame_start is not None else pc
         if self._frame_id_class is not None:

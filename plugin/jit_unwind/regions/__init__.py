@@ -114,6 +114,21 @@ class RegionMap:
         """True when the debugger already knows this code (GDB's JIT interface)."""
         return self.registered.find(address) is not None
 
+    def nocfi_at(self, address: int) -> Optional[Region]:
+        """The range of code without call frame information holding ``address`` in a
+        mapped file (regions/nocfi.py), or None.  A file's ranges are computed the first
+        time one of its pcs is asked about (then kept per file)."""
+        mapping = self.mappings.find(address)
+        if (mapping is None or not mapping.executable or mapping.anonymous
+                or not mapping.path.startswith("/")):
+            return None
+        key = ("no-cfi", mapping.path)
+        ranges = self.memo.get(key)
+        if ranges is None:
+            from .nocfi import nocfi_regions
+            ranges = self.memo[key] = _SortedRanges(nocfi_regions(mapping.path, self.mappings))
+        return ranges.find(address) if len(ranges) else None
+
     def mapping_at(self, address: int) -> Optional[Mapping]:
         return self.mappings.find(address)
 
