@@ -18,45 +18,61 @@ MIXED_CYCLE = ("fp", "frameless", "c")  # nocfi.c's mixed mode, by depth % 3
 AFTER_MAIN = {"__libc_start_call_main", "__libc_start_main_impl", "_start"}
 
 
-def expected_frames(mode: str, depth: int):
+JIT = "[jit"  # the --via-jit stub's frame: "[jit 0xSTART+0xOFFSET]"
+
+
+def expected_frames(mode: str, depth: int, via_jit: bool = False):
     """Function names from nocfi_stop outwards to main."""
     names = ["nocfi_stop"]
     for level in range(depth + 1):
         kind = MIXED_CYCLE[level % 3] if mode == "mixed" else mode
-        names += ["nocfi_callback", NOCFI_FUNCTIONS[kind], "call_nocfi"]
+        names += ["nocfi_callback"] + ([JIT] if via_jit else []) + [
+            NOCFI_FUNCTIONS[kind], "call_nocfi"]
     return names + ["main"]
 
 
-def check_gdb_backtrace(output: str, mode: str, depth: int, show_method: bool = True):
+def _name(function: str) -> str:
+    return JIT if function.startswith(JIT) else function.split(" [")[0]
+
+
+def check_gdb_backtrace(output: str, mode: str, depth: int, show_method: bool = True,
+                        via_jit: bool = False):
     frames = parse_backtrace(output)
-    names = [f.function.split(" [")[0] for f in frames]
+    names = [_name(f.function) for f in frames]
     assert "nocfi_stop" in names, output
     actual = frames[names.index("nocfi_stop"):]
     listing = "\n".join(f.line for f in frames)
-    assert [f.function.split(" [")[0] for f in actual] == expected_frames(mode, depth), listing
+    assert [_name(f.function) for f in actual] == expected_frames(mode, depth, via_jit), \
+        listing
     for frame in actual:
-        nocfi = frame.function.split(" [")[0] in NOCFI_FUNCTIONS.values()
-        if nocfi and show_method:
-            assert frame.function.endswith(" [via prologue]"), frame.line
+        name = _name(frame.function)
+        if name in NOCFI_FUNCTIONS.values() and show_method:
+            assert frame.function == f"{name} [via prologue]", frame.line
+        elif name == JIT and show_method:
+            assert frame.function.endswith("] [via prologue-search]"), frame.line
         else:
             assert "[via" not in frame.function, frame.line
-        assert "[jit" not in frame.line and "guess" not in frame.line, frame.line
-        assert "unwind stopped" not in frame.line, frame.line
+        assert "guess" not in frame.line and "unwind stopped" not in frame.line, frame.line
     assert "Backtrace stopped" not in output, output
 
 
-def program(mode: str, depth: int, stop: str = "sigtrap"):
-    return [fixture_binary("nocfi"), mode, str(depth), stop]
+def program(mode: str, depth: int, stop: str = "sigtrap", via_jit: bool = False):
+    return [fixture_binary("nocfi"), mode, str(depth), stop] + (
+        ["--via-jit"] if via_jit else [])
 
 
+@pytest.mark.parametrize("via_jit", [False, True], ids=["direct", "via-jit"])
 @pytest.mark.parametrize("mode", ["fp", "frameless", "c", "mixed"])
-def test_gdb_backtrace_through_code_without_cfi(gdb, tmp_path, mode):
+def test_gdb_backtrace_through_code_without_cfi(gdb, tmp_path, mode, via_jit):
+    """With --via-jit the code without CFI calls back through a frameless JIT stub:
+    JIT frames and frames without CFI alternate."""
     core = tmp_path / "nocfi.core"
-    live = run_gdb(gdb, [SHOW_METHOD, "run", "bt", f"gcore {core}"], program(mode, 5))
-    check_gdb_backtrace(live, mode, 5)
+    live = run_gdb(gdb, [SHOW_METHOD, "run", "bt", f"gcore {core}"],
+                   program(mode, 5, via_jit=via_jit))
+    check_gdb_backtrace(live, mode, 5, via_jit=via_jit)
     assert core.exists(), live
     from_core = run_gdb(gdb, [SHOW_METHOD, "bt"], [fixture_binary("nocfi")], core=core)
-    check_gdb_backtrace(from_core, mode, 5)
+    check_gdb_backtrace(from_core, mode, 5, via_jit=via_jit)
 
 
 def test_gdb_stopped_at_a_breakpoint_without_show_method(gdb):
@@ -103,16 +119,30 @@ def lldb_frames_to_main(output):
     return frames[:end]
 
 
+@pytest.mark.parametrize("via_jit", [False, True], ids=["direct", "via-jit"])
 @pytest.mark.parametrize("mode", ["fp", "frameless", "c", "mixed"])
-def test_lldb_backtrace_through_code_without_cfi(tmp_path, mode):
+def test_lldb_backtrace_through_code_without_cfi(tmp_path, mode, via_jit):
+    """LLDB unwinds code without CFI itself; through JIT code (--via-jit) LLDB gives up
+    on its callers and the walk unwinds them with the core's prologue decoding."""
     core = tmp_path / "nocfi.dmp"
     live = run_lldb(["process launch", "bt", f"process save-core --style full {core}"],
-                    program(mode, 5))
+                    program(mode, 5, via_jit=via_jit))
     assert core.exists(), live
     from_core = run_lldb([WAIT_FOR_PROVIDER, "bt"], [fixture_binary("nocfi")], core=core)
     for output in (live, from_core):
         frames = lldb_frames_to_main(output)
-        names = [f.function for f in frames]
-        assert names[names.index("nocfi_stop"):] == expected_frames(mode, 5), output
-        assert not any("[synthetic]" in f.line or "unwind stopped" in f.line
+        names = [_name(f.function) for f in frames]
+        assert names[names.index("nocfi_stop"):] == expected_frames(mode, 5, via_jit), output
+        assert not any("unwind stopped" in f.line or "guess" in f.line
                        for f in frames), output
+        if not via_jit:  # LLDB's own frames, none of ours
+            assert not any("[synthetic]" in f.line for f in frames), output
+
+
+def test_lldb19_backtrace_through_code_without_cfi(tmp_path):
+    """lldb-19 (no frame providers) with the plugin loaded: its own bt, exact to main."""
+    from tests.e2e.test_lldb19 import run_lldb19
+    output = run_lldb19(tmp_path, program("mixed", 5), ["bt"])
+    frames = lldb_frames_to_main(output)
+    names = [f.function for f in frames]
+    assert names[names.index("nocfi_stop"):] == expected_frames("mixed", 5), output
