@@ -77,6 +77,10 @@ def test_region_map_finds_the_function_at_its_load_address():
     main_start, _ = _symbols(path)["main"]
     assert regions.nocfi_at(bias + main_start + 1) is None
     assert not regions.has_jit()
+    # What the unwinder asks per frame, memoized: the same answers.
+    for _ in range(2):
+        assert regions.code_at(bias + start + 5) == region
+        assert regions.code_at(bias + main_start + 1) is None
 
 
 def test_debug_frame_counts_as_cfi(tmp_path):

@@ -8,6 +8,7 @@ binary search.
 import gdb
 from gdb.unwinder import Unwinder
 
+from ..regions.nocfi import SOURCE as NOCFI
 from ..regions.nocfi import function_at
 from ..unwind import UnwindContext, unwind_jit_frame, unwind_nocfi_frame
 from .settings import debug_log
@@ -45,8 +46,10 @@ class JitUnwinder(Unwinder):
         return gdb.Value(number).cast(self._u64)
 
     def _unwind(self, pending_frame):
-        # GDB asks about every frame of every program: one pc read and two cached range
-        # lookups (JIT code? code of a mapped file without CFI?) for a normal frame.
+        # GDB asks about every frame of every program: one pc read and one lookup,
+        # memoized per address (JIT code? code of a mapped file without CFI?).  Every
+        # program has some code without CFI (libc's clone, ld.so's entry, gcc's crtstuff),
+        # so no per-process flag can skip the pc read.
         regions = STATE.regions()
         if self._has_pc:
             pc = pending_frame.pc()
@@ -55,11 +58,11 @@ class JitUnwinder(Unwinder):
         level = pending_frame.level()
         innermost = level == 0
         lookup = pc if innermost else pc - 1
-        if regions.jit_region_at(lookup) is None:
-            nocfi = regions.nocfi_at(lookup)
-            if nocfi is None:
-                return None
-            return self._unwind_nocfi(pending_frame, regions, nocfi, pc, innermost)
+        code = regions.code_at(lookup)
+        if code is None:
+            return None
+        if code.source == NOCFI:
+            return self._unwind_nocfi(pending_frame, regions, code, pc, innermost)
         regions = STATE.named_regions()
         if regions.is_registered(lookup):
             return None

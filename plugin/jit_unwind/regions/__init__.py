@@ -85,6 +85,9 @@ class RegionMap:
         # Results worth keeping for this stop, e.g. decoded function starts by pc: a
         # recursion through JIT code asks about the same few pcs thousands of times.
         self.memo: dict = {}
+        # address -> code_at's answer: a stack asks about the same return addresses
+        # again and again (recursion, every bt of a stop).
+        self._code: dict = {}
 
     def add_symbols(self, symbols: Sequence[Region]) -> None:
         """Add named entries found later (a runtime's JIT code, GDB's JIT interface),
@@ -95,6 +98,7 @@ class RegionMap:
             self.symbols = _SortedRanges(list(self.symbols) + named)
         if registered:
             self.registered = _SortedRanges(list(self.registered) + registered)
+        self._code.clear()
 
     # -- questions the unwinder asks ---------------------------------------------------
     def jit_region_at(self, address: int) -> Optional[Region]:
@@ -113,6 +117,21 @@ class RegionMap:
     def is_registered(self, address: int) -> bool:
         """True when the debugger already knows this code (GDB's JIT interface)."""
         return self.registered.find(address) is not None
+
+    def code_at(self, address: int) -> Optional[Region]:
+        """What the unwinder asks of every frame: the JIT region or the range of code
+        without CFI (source "no-cfi") holding ``address``, None for code the debugger
+        unwinds itself.  One dictionary lookup for an address asked about before."""
+        try:
+            return self._code[address]
+        except KeyError:
+            pass
+        region = self.jit_region_at(address)
+        if region is None:
+            region = self.nocfi_at(address)
+        if len(self._code) < 100_000:
+            self._code[address] = region
+        return region
 
     def nocfi_at(self, address: int) -> Optional[Region]:
         """The range of code without call frame information holding ``address`` in a
