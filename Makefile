@@ -38,7 +38,8 @@ $(VENV)/.installed: requirements-test.txt setup.cfg
 	$(VENV)/bin/python -m pip install -q -e .
 	touch $@
 
-fixtures: $(BUILD)/toyjit $(BUILD)/deepstack $(BUILD)/nocfi cpython-fixtures
+fixtures: $(BUILD)/toyjit $(BUILD)/deepstack $(BUILD)/jitdump_jit $(BUILD)/nocfi \
+          cpython-fixtures
 
 # CPython 3.13 and 3.14 with the JIT, 3.15 without, once per machine into
 # ~/.cache/jit-unwind: unpacked from ../shared/cpython when it has them (seconds), else

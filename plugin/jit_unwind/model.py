@@ -10,8 +10,9 @@ class Region:
 
     ``source`` says where we learnt of it: ``maps`` (an anonymous executable mapping of
     a live process), ``core`` (an executable load segment of a core file), ``perf-map``
-    (an entry of /tmp/perf-PID.map), ``gdb-jit`` (GDB's JIT interface), ``no-cfi`` (code
-    of a mapped file that no FDE covers).
+    (an entry of /tmp/perf-PID.map), ``jitdump`` (a code load record of a perf jitdump),
+    ``gdb-jit`` (GDB's JIT interface), ``no-cfi`` (code of a mapped file that no FDE
+    covers).
     """
 
     start: int

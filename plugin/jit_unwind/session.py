@@ -16,6 +16,7 @@ from .model import Unwound
 from .regions import RegionMap
 from .regions.cpython_jit import executor_regions
 from .regions.discovery import build_region_map, jit_interface_regions
+from .regions.jitdump_process import ProcessJitdump, process_jitdump
 
 
 class StopCache:
@@ -78,7 +79,20 @@ class StopCache:
                     regions.add_symbols(loader())
                 except Exception as error:  # a runtime we cannot read: names only
                     self.problem = f"cannot read JIT regions: {error}"
+            try:
+                dump = self.jitdump()
+                regions.add_symbols(dump.regions())
+                regions.add_unwind_records(dump.unwind_records())
+            except Exception as error:  # a dump we cannot read: no names from it
+                self.problem = f"cannot read the jitdump: {error}"
         return regions
+
+    def jitdump(self) -> ProcessJitdump:
+        """The process's perf jitdump (names, code, unwind tables of its JIT code),
+        its records checked against memory; empty without one."""
+        return self._cached("jitdump", lambda: process_jitdump(
+            self.process, list(self.regions().mappings), self.process.connection(),
+            lambda name: self.lookup_symbol(name, debug_info=False)))
 
     def record(self, pc: int, sp: int, unwound: Unwound) -> None:
         """What the unwinder found for the frame at (pc, sp)."""

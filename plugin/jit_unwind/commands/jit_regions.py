@@ -2,6 +2,7 @@
 
 from ..debugger import Process
 from ..dependencies import warn_missing
+from ..regions.jitdump import user_path
 from ..render import have_tabulate, region_table
 from ..session import StopCache
 from . import CommandError
@@ -11,9 +12,10 @@ HELP = """List the JIT code regions of the current process.
 Usage: info jit-regions
 
 Shows anonymous executable mappings (from /proc/PID/maps for a live process, from the
-load segments of a core file), entries of the perf map /tmp/perf-PID.map and object
-files registered through GDB's JIT interface, one row each: start, end, size, source
-and name."""
+load segments of a core file), entries of the perf map /tmp/perf-PID.map, code load
+records of the perf jitdump jit-PID.dump (source "jitdump": those whose code is still in
+memory), CPython's JIT executors and object files registered through GDB's JIT
+interface, one row each: start, end, size, source and name."""
 
 
 def jit_regions(process: Process, cache: StopCache, argument: str) -> str:
@@ -30,4 +32,26 @@ def jit_regions(process: Process, cache: StopCache, argument: str) -> str:
     if not have_tabulate():
         warn_missing(process, "tabulate", "info jit-regions prints its table in a plain layout")
     lines.append(region_table(regions))
+    lines += _jitdump_lines(process, cache)
     return "\n".join(lines)
+
+
+def _jitdump_lines(process: Process, cache: StopCache):
+    """Which jitdump was read, or why the user's was not."""
+    try:
+        dump = cache.jitdump()
+    except Exception:  # already reported as the cache's problem
+        return []
+    lines = []
+    if user_path() and dump.path != user_path():
+        lines.append(f"warning: {user_path()} is no jitdump of process {process.pid()}")
+    if dump.path:
+        count = len(dump.loads)
+        text = (f"jitdump {dump.path}: {count} function{'s' if count != 1 else ''} whose "
+                "code is in memory")
+        if dump.dropped:
+            text += f", {dump.dropped} no longer in memory"
+        if dump.pending:
+            text += f", {dump.pending} read from the writer's unflushed buffer"
+        lines.append(text)
+    return lines

@@ -2,6 +2,9 @@
 
 import gdb
 
+from ..regions import jitdump
+from .state import STATE
+
 
 class _Prefix(gdb.Command):
     def __init__(self, verb: str, doc: str):
@@ -13,7 +16,8 @@ class ShowMethod(gdb.Parameter):
     """Whether backtraces say how each JIT frame's caller was found.
 
 When on, JIT frames carry a suffix such as "[via frame-pointer]" naming the strategy
-that unwound them: prologue, prologue-search, frame-pointer, entry-record or stack-scan.
+that unwound them: jitdump-cfi, prologue, prologue-search, frame-pointer, entry-record
+or stack-scan.
 Frames in code without call frame information that the plugin unwound (hand-written
 assembly, code built without unwind tables) carry it too, after their own name.
 Callers found by the stack scan are always marked as a guess."""
@@ -45,6 +49,35 @@ Meant for bug reports: one line per JIT frame per backtrace."""
         return f"jit-unwind debugging messages are {value}."
 
 
+class JitdumpPath(gdb.Parameter):
+    """The perf jitdump file of the process, when it is not where jit-unwind looks.
+
+A JIT that writes a jitdump (CPython -X perf_jit, V8 --perf-prof, Java agents) records
+each function's name, code and unwind table in jit-PID.dump.  jit-unwind looks for the
+file the process has mapped, then /tmp/jit-PID.dump, the process's working directory
+and perf's copies under ~/.debug/jit; this path is tried first.  The file's pid must be
+the process's.  "set jit-unwind jitdump" without a path goes back to looking alone."""
+
+    set_doc = "Set the perf jitdump file (jit-PID.dump) jit-unwind reads."
+    show_doc = "Show the perf jitdump file jit-unwind is told to read."
+
+    def __init__(self):
+        super().__init__("jit-unwind jitdump", gdb.COMMAND_STACK,
+                         gdb.PARAM_OPTIONAL_FILENAME)
+        self.value = ""
+
+    def get_set_string(self):
+        jitdump.set_user_path(self.value or None)
+        STATE.invalidate()
+        gdb.invalidate_cached_frames()  # frames unwound without the file are stale
+        return ""
+
+    def get_show_string(self, value):
+        if not value:
+            return "jit-unwind finds the jitdump file itself."
+        return f"jit-unwind reads the jitdump file {value} first."
+
+
 _parameters = {}
 
 
@@ -53,6 +86,7 @@ def register_settings() -> None:
     _Prefix("show", "Show settings of jit-unwind, which unwinds and names JIT frames.")
     _parameters["show-method"] = ShowMethod()
     _parameters["debug"] = Debug()
+    _parameters["jitdump"] = JitdumpPath()
 
 
 def show_method() -> bool:

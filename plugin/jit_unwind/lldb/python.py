@@ -9,6 +9,7 @@ from ..cpython import CPythonError, CPythonRuntime, find_runtime, version_from_l
 from ..elf_lookup import section_address, symbol_address
 from ..frames import EVAL, EVAL_FUNCTION, JIT, OTHER, NativeFrame
 from ..mixed import MixedThread, mix
+from .jitdump import add_jitdump_regions
 from .memory import LldbMemory
 from .registration import providers_supported
 from .state import region_map
@@ -175,7 +176,9 @@ def mixed_threads(target, process, runtime, threads, python_only: bool,
 
 def add_runtime_regions(target, process, regions) -> None:
     """Name the JIT code of CPython's executors (3.13+) in ``regions``, once per map:
-    shims and traces, as GDB's frame filter names them."""
+    shims and traces, as GDB's frame filter names them; and the JIT code a perf jitdump
+    describes."""
+    add_jitdump_regions(process, regions)
     if regions.memo.get("lldb-runtime-regions") or not is_python_process(target):
         return
     regions.memo["lldb-runtime-regions"] = True

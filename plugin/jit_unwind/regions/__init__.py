@@ -82,6 +82,8 @@ class RegionMap:
             if m.executable and m.anonymous and m.start not in skip)
         self.symbols = _SortedRanges(symbols)
         self.registered = _SortedRanges(registered)
+        # Code a JIT described with its own unwind tables (jitdump unwinding records).
+        self.unwind_records = _SortedRanges(())
         # Results worth keeping for this stop, e.g. decoded function starts by pc: a
         # recursion through JIT code asks about the same few pcs thousands of times.
         self.memo: dict = {}
@@ -99,6 +101,16 @@ class RegionMap:
         if registered:
             self.registered = _SortedRanges(list(self.registered) + registered)
         self._code.clear()
+
+    def add_unwind_records(self, records: Sequence) -> None:
+        """Add code whose JIT gave its ``.eh_frame`` (objects with start, end, sequence:
+        jitdump records), read once a pc turns out to be in JIT code."""
+        if records:
+            self.unwind_records = _SortedRanges(list(self.unwind_records) + list(records))
+
+    def unwind_record_at(self, address: int):
+        """The latest unwind record covering ``address``, None without."""
+        return self.unwind_records.find(address)
 
     # -- questions the unwinder asks ---------------------------------------------------
     def jit_region_at(self, address: int) -> Optional[Region]:

@@ -7,16 +7,19 @@ from .caller_frame import caller_frame_pointer
 from .context import UnwindContext
 from .entry_record import unwind_entry_record
 from .frame_pointer import unwind_frame_pointer
+from .jitdump_cfi import unwind_jitdump_cfi
 from .prologue import unwind_known_start, unwind_prologue_search
 from .stack_scan import unwind_stack_scan
 from .x86_64 import starts_frame_pointer
 
 Strategy = Callable[[UnwindContext], Optional[Unwound]]
 
-# Most certain first.  A function whose start we know is decoded exactly; a trampoline
+# Most certain first.  Code whose JIT wrote its unwind table (a perf jitdump) follows
+# the table: the code generator knows its frames.  A function whose start we know is decoded exactly; a trampoline
 # found by its decodable prologue comes before the frame-pointer rule because such
 # trampolines leave rbp untouched, and the caller's rbp would pass the rule's checks.
 STRATEGIES: List[Tuple[str, Strategy]] = [
+    ("jitdump-cfi", unwind_jitdump_cfi),
     ("prologue", unwind_known_start),
     ("prologue-search", unwind_prologue_search),
     ("frame-pointer", unwind_frame_pointer),
@@ -27,7 +30,8 @@ STRATEGIES: List[Tuple[str, Strategy]] = [
 
 # Frameless code entered through an entry shim (CPython's JIT traces): its start is no
 # prologue and rbp holds data, so only the shim's return slot, or a guess, can tell.
-TRACE_STRATEGIES = [item for item in STRATEGIES if item[0] in ("entry-record", "stack-scan")]
+TRACE_STRATEGIES = [item for item in STRATEGIES
+                    if item[0] in ("jitdump-cfi", "entry-record", "stack-scan")]
 
 
 def unwind_jit_frame(ctx: UnwindContext) -> Unwound:

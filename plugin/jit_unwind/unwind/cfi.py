@@ -90,6 +90,14 @@ def unwind_with_cfi(memory: Memory, path: str, file_pc: int, registers: Dict[str
     row = table.row_at(file_pc) if table is not None else None
     if row is None:
         return None
+    return caller_registers(memory, row, registers)
+
+
+def caller_registers(memory: Memory, row, registers: Dict[str, int]
+                     ) -> Optional[Dict[str, int]]:
+    """The caller's registers by one decoded CFI row (pyelftools' dict: "cfa" and
+    register rules); None when the row cannot tell; OUTERMOST when it says the frame
+    has no caller."""
     cfa_rule = row.get("cfa")
     if cfa_rule is None or getattr(cfa_rule, "expr", None) is not None:
         return None

@@ -1,0 +1,208 @@
+"""The jitdump records that describe a process's code as it is now.
+
+Finds the process's dump (see :func:`jitdump.candidate_paths`; a core's pid must match
+the file's), adds the records still in the writer's stdio buffer, and keeps each record
+only while the process's memory holds the code it describes: JIT code is freed and its
+memory reused, so the latest record for an address wins, and a record whose bytes differ
+from memory is dropped.
+"""
+
+import bisect
+import os
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Sequence
+
+from ..model import Region
+from ..target import Memory
+from . import Mapping
+from .jitdump import (FILE_HEADER, CodeLoad, Jitdump, candidate_paths, comparable_length,
+                      find_jitdump, parse_jitdump, with_pending)
+from .stdio_tail import pending_writes
+
+# Named regions of a jitdump come before a perf map's entries for the same code (the
+# dump also holds the code's bytes, checked against memory).
+SEQUENCE_BASE = 1 << 40
+MAX_SPAN = 16 << 20  # largest mapping read at once to check records against memory
+MAX_SINGLE_READS = 4096
+
+
+@dataclass
+class ProcessJitdump:
+    path: Optional[str] = None
+    loads: List[CodeLoad] = field(default_factory=list)  # checked against memory
+    dropped: int = 0  # records whose code is no longer in memory
+    pending: int = 0  # records read from the writer's unflushed buffer
+
+    def regions(self) -> List[Region]:
+        return [Region(load.start, load.end, "jitdump", load.name,
+                       sequence=SEQUENCE_BASE + load.sequence)
+                for load in self.loads if load.code_size > 0]
+
+    def unwind_records(self) -> List[CodeLoad]:
+        return [load for load in self.loads if load.unwinding is not None]
+
+
+def working_directory(process, kind: str) -> Optional[str]:
+    if kind != "native":
+        return None
+    try:
+        return os.readlink(f"/proc/{process.pid()}/cwd")
+    except OSError:
+        return None
+
+
+def process_jitdump(process, mappings: Sequence[Mapping], kind: str,
+                    lookup_symbol: Callable[[str], Optional[int]]) -> ProcessJitdump:
+    """The jitdump of ``process`` (a debugger.Process) with records checked against its
+    memory; empty when it wrote none (or the file is gone)."""
+    pid = process.pid()
+    if pid is None:
+        return ProcessJitdump()
+    mapped = [m.path for m in mappings]
+    cwd = working_directory(process, kind)
+    accept = _current_file(pid, mapped) if kind == "native" else _any
+    path, dump = find_jitdump(pid, mapped, cwd, accept)
+    if dump is not None:
+        full = _with_unflushed(process.memory, path, dump, lookup_symbol)
+        on_disk = len(dump.loads)
+    else:  # a writer that has flushed nothing yet, not even its header
+        path, full = _only_unflushed(process.memory, pid, mapped, cwd, accept,
+                                     lookup_symbol)
+        on_disk = 0
+        if full is None:
+            return ProcessJitdump()
+    loads = latest_loads(full.loads)
+    kept = verified(loads, process.memory, mappings)
+    return ProcessJitdump(path, kept, len(loads) - len(kept), len(full.loads) - on_disk)
+
+
+def _only_unflushed(memory: Memory, pid: int, mapped, cwd, accept, lookup_symbol):
+    """(path, records) of a dump whose file is still shorter than its header, all of
+    it in the writer's stdio buffer; (None, None) without one."""
+    short = [path for path in candidate_paths(pid, mapped, cwd)
+             if _size(path) < FILE_HEADER and accept(path)]
+    head = lookup_symbol("_IO_list_all") if short else None
+    if head is None:
+        return None, None
+    for tail in pending_writes(memory, head):
+        for path in short:
+            try:
+                with open(path, "rb") as handle:
+                    data = handle.read(FILE_HEADER)
+            except OSError:
+                continue
+            dump = parse_jitdump(data + tail)
+            if dump is not None and dump.pid == pid and dump.loads:
+                return path, dump
+    return None, None
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size if os.path.isfile(path) else FILE_HEADER
+    except OSError:
+        return FILE_HEADER
+
+
+def _any(_path: str) -> bool:
+    return True
+
+
+def _current_file(pid: int, mapped: Sequence[str]) -> Callable[[str], bool]:
+    """For a live process: whether a dump with its pid is its own, not one a dead
+    process with the same pid left behind: the process maps it, or it was written
+    since the process started."""
+    started = process_start_time(pid)
+
+    def accept(path: str) -> bool:
+        if path in mapped or started is None:
+            return True
+        try:
+            return os.stat(path).st_mtime >= started - 2
+        except OSError:
+            return False
+    return accept
+
+
+def process_start_time(pid: int) -> Optional[float]:
+    """When process ``pid`` started (seconds since the epoch), None when /proc cannot
+    tell."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        with open("/proc/stat", encoding="ascii", errors="replace") as handle:
+            boot = next(int(line.split()[1]) for line in handle if line.startswith("btime "))
+        return boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError, StopIteration):
+        return None
+
+
+def _with_unflushed(memory: Memory, path: str, dump: Jitdump, lookup_symbol) -> Jitdump:
+    """``dump`` with the records its writer has not flushed yet (glibc stdio)."""
+    if dump.closed:
+        return dump
+    head = lookup_symbol("_IO_list_all")
+    if head is None:
+        return dump
+    tails = pending_writes(memory, head)
+    if not tails:
+        return dump
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return dump
+    # The file may have grown since it was parsed: parse what was read now.
+    parsed = dump if len(data) == dump.size else None
+    return with_pending(data, tails, parsed) or dump
+
+
+def latest_loads(loads: Sequence[CodeLoad]) -> List[CodeLoad]:
+    """The last record for each start address (earlier ones describe freed code)."""
+    by_start: Dict[int, CodeLoad] = {}
+    for load in loads:
+        by_start[load.code_addr] = load
+    return sorted(by_start.values(), key=lambda load: load.code_addr)
+
+
+def verified(loads: Sequence[CodeLoad], memory: Memory, mappings: Sequence[Mapping]
+             ) -> List[CodeLoad]:
+    """The records whose code bytes are in memory as the dump has them.  Memory is read
+    one mapping at a time where the mapping list is known, else one record at a time
+    (the first MAX_SINGLE_READS records)."""
+    kept = []
+    spans: Dict[int, Optional[bytes]] = {}
+    ordered = sorted(mappings, key=lambda m: m.start)
+    starts = [m.start for m in ordered]
+    single_reads = 0
+    for load in loads:
+        length = comparable_length(load)
+        if length == 0:
+            kept.append(load)  # nothing to compare: a tiny or empty function
+            continue
+        mapping = _mapping_of(ordered, starts, load.code_addr)
+        data = None
+        if mapping is not None and load.code_addr + length <= mapping.end \
+                and mapping.end - mapping.start <= MAX_SPAN:
+            if mapping.start not in spans:
+                spans[mapping.start] = memory.try_read(mapping.start,
+                                                       mapping.end - mapping.start)
+            span = spans[mapping.start]
+            if span is not None:
+                offset = load.code_addr - mapping.start
+                data = span[offset:offset + length]
+        if data is None and single_reads < MAX_SINGLE_READS:
+            single_reads += 1
+            data = memory.try_read(load.code_addr, length)
+        if data is not None and data == load.code[:length]:
+            kept.append(load)
+    return kept
+
+
+def _mapping_of(ordered: Sequence[Mapping], starts: List[int], address: int
+                ) -> Optional[Mapping]:
+    index = bisect.bisect_right(starts, address) - 1
+    if index >= 0 and address in ordered[index]:
+        return ordered[index]
+    return None
+
