@@ -60,17 +60,18 @@ def _compute_gaps(path: str) -> List[Tuple[int, int]]:
         elf = ELFFile(handle)
         if elf["e_machine"] != "EM_X86_64":
             return []
-        code = [s for s in elf.iter_sections()
+        sections = {section.name: section for section in elf.iter_sections()}  # one pass
+        code = [s for s in sections.values()
                 if s["sh_type"] == "SHT_PROGBITS" and s["sh_flags"] & 0x4  # SHF_EXECINSTR
                 and s["sh_size"] and s.name not in SKIPPED_SECTIONS
                 and not s.name.startswith(".plt")]
         if not code:
             return []
-        covered = _eh_frame_ranges(elf)
+        covered = _eh_frame_ranges(elf, sections)
         if covered is None:
             return []  # an .eh_frame we cannot read: claim nothing
-        covered += _debug_frame_ranges(elf)
-        covered += _separate_debug_frame_ranges(elf)
+        covered += _debug_frame_ranges(elf, sections)
+        covered += _separate_debug_frame_ranges(sections)
         covered.sort()
         gaps = []
         for section in code:
@@ -141,13 +142,14 @@ def _read_uleb(data: bytes, pos: int) -> Tuple[int, int]:
 _FORMATS = {0x2: "<H", 0x3: "<I", 0x4: "<Q", 0xA: "<h", 0xB: "<i", 0xC: "<q", 0x0: "<Q"}
 
 
-def _eh_frame_ranges(elf) -> Optional[List[Tuple[int, int]]]:
+def _eh_frame_ranges(elf, sections=None) -> Optional[List[Tuple[int, int]]]:
     """(start, end) of every FDE of ``.eh_frame`` (file addresses); [] without one;
     None when the table cannot be read."""
-    eh_frame = elf.get_section_by_name(".eh_frame")
+    sections = sections if sections is not None else _sections(elf)
+    eh_frame = sections.get(".eh_frame")
     if eh_frame is None or not eh_frame["sh_size"]:
         return []
-    header = elf.get_section_by_name(".eh_frame_hdr")
+    header = sections.get(".eh_frame_hdr")
     try:
         if header is not None:
             ranges = _ranges_from_header(header, eh_frame)
@@ -232,8 +234,13 @@ def _ranges_from_pyelftools(entries: Iterable) -> List[Tuple[int, int]]:
     return ranges
 
 
-def _debug_frame_ranges(elf) -> List[Tuple[int, int]]:
-    if elf.get_section_by_name(".debug_frame") is None:
+def _sections(elf) -> Dict[str, object]:
+    return {section.name: section for section in elf.iter_sections()}
+
+
+def _debug_frame_ranges(elf, sections=None) -> List[Tuple[int, int]]:
+    sections = sections if sections is not None else _sections(elf)
+    if ".debug_frame" not in sections:
         return []
     try:
         return _ranges_from_pyelftools(elf.get_dwarf_info(follow_links=False).CFI_entries())
@@ -241,9 +248,9 @@ def _debug_frame_ranges(elf) -> List[Tuple[int, int]]:
         return []
 
 
-def _separate_debug_frame_ranges(elf) -> List[Tuple[int, int]]:
+def _separate_debug_frame_ranges(sections) -> List[Tuple[int, int]]:
     """FDEs of the separate debug file found by build id, which the debugger reads too."""
-    note = elf.get_section_by_name(".note.gnu.build-id")
+    note = sections.get(".note.gnu.build-id")
     if note is None:
         return []
     build_id = None
