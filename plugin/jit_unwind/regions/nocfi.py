@@ -49,29 +49,96 @@ def uncovered_ranges(path: str) -> List[Tuple[int, int]]:
             _gaps.clear()
         try:
             _gaps[key] = _compute_gaps(path)
-        except Exception:  # not ELF, no pyelftools, a table we cannot read: claim nothing
+        except Exception:  # not ELF, a table we cannot read: claim nothing
             _gaps[key] = []
     return _gaps[key]
 
 
+class _RawSection:
+    """One section header, read with struct (the keys pyelftools' sections have)."""
+
+    def __init__(self, handle, name: str, fields):
+        self._handle = handle
+        self.name = name
+        kind, flags, addr, offset, size = fields
+        self._fields = {"sh_type": "SHT_PROGBITS" if kind == 1 else kind, "sh_flags": flags,
+                        "sh_addr": addr, "sh_offset": offset, "sh_size": size}
+
+    def __getitem__(self, key):
+        return self._fields[key]
+
+    def data(self) -> bytes:
+        self._handle.seek(self["sh_offset"])
+        return self._handle.read(self["sh_size"])
+
+
+class _RawElf:
+    """Section and program headers of an x86-64 ELF file, read with struct: the first
+    stop of every program looks at libc and ld.so, and pyelftools costs tens of ms
+    there (its import included).  pyelftools is used only for tables we do not read."""
+
+    def __init__(self, handle, path: str):
+        self.path = path
+        header = handle.read(64)
+        if len(header) < 64 or header[:4] != b"\x7fELF" or header[4:6] != b"\x02\x01":
+            raise ValueError("not a 64-bit little-endian ELF file")
+        self.machine = struct.unpack_from("<H", header, 18)[0]
+        phoff, shoff = struct.unpack_from("<QQ", header, 32)
+        phentsize, phnum, shentsize, shnum, shstrndx = struct.unpack_from("<HHHHH", header, 54)
+        handle.seek(phoff)
+        table = handle.read(phentsize * phnum)
+        self.loads = []  # (p_vaddr, p_offset) of each PT_LOAD
+        for index in range(phnum):
+            kind, _flags, offset, vaddr = struct.unpack_from("<IIQQ", table, index * phentsize)
+            if kind == 1:
+                self.loads.append((vaddr, offset))
+        handle.seek(shoff)
+        table = handle.read(shentsize * shnum)
+        headers = [struct.unpack_from("<IIQQQQ", table, index * shentsize)
+                   for index in range(shnum)]
+        names = b""
+        if shstrndx < len(headers):
+            handle.seek(headers[shstrndx][4])
+            names = handle.read(headers[shstrndx][5])
+        self.sections: Dict[str, _RawSection] = {}
+        for name_offset, kind, flags, addr, offset, size in headers:
+            end = names.find(b"\0", name_offset)
+            name = names[name_offset:end].decode("ascii", "replace") if end >= 0 else ""
+            self.sections.setdefault(name, _RawSection(handle, name,
+                                                       (kind, flags, addr, offset, size)))
+
+    def dwarf(self):
+        """pyelftools' DWARF view of the file, for tables read in full."""
+        from elftools.elf.elffile import ELFFile
+        return ELFFile(open(self.path, "rb")).get_dwarf_info(follow_links=False)  # noqa: SIM115
+
+
+# path, size, mtime -> the PT_LOAD (vaddr, offset) pairs, for the load bias
+_loads: Dict[Tuple[str, int, float], List[Tuple[int, int]]] = {}
+
+
 def _compute_gaps(path: str) -> List[Tuple[int, int]]:
-    from elftools.elf.elffile import ELFFile
     with open(path, "rb") as handle:
-        elf = ELFFile(handle)
-        if elf["e_machine"] != "EM_X86_64":
+        elf = _RawElf(handle, path)
+        key = _key(path)
+        if key is not None:
+            if len(_loads) >= MAX_FILES:
+                _loads.clear()
+            _loads[key] = elf.loads
+        if elf.machine != 62:  # EM_X86_64
             return []
-        sections = {section.name: section for section in elf.iter_sections()}  # one pass
+        sections = elf.sections
         code = [s for s in sections.values()
                 if s["sh_type"] == "SHT_PROGBITS" and s["sh_flags"] & 0x4  # SHF_EXECINSTR
                 and s["sh_size"] and s.name not in SKIPPED_SECTIONS
                 and not s.name.startswith(".plt")]
         if not code:
             return []
-        covered = _eh_frame_ranges(elf, sections)
+        covered = _eh_frame_ranges(elf)
         if covered is None:
             return []  # an .eh_frame we cannot read: claim nothing
-        covered += _debug_frame_ranges(elf, sections)
-        covered += _separate_debug_frame_ranges(sections)
+        covered += _debug_frame_ranges(elf)
+        covered += _separate_debug_frame_ranges(elf)
         covered.sort()
         gaps = []
         for section in code:
@@ -142,20 +209,19 @@ def _read_uleb(data: bytes, pos: int) -> Tuple[int, int]:
 _FORMATS = {0x2: "<H", 0x3: "<I", 0x4: "<Q", 0xA: "<h", 0xB: "<i", 0xC: "<q", 0x0: "<Q"}
 
 
-def _eh_frame_ranges(elf, sections=None) -> Optional[List[Tuple[int, int]]]:
+def _eh_frame_ranges(elf: _RawElf) -> Optional[List[Tuple[int, int]]]:
     """(start, end) of every FDE of ``.eh_frame`` (file addresses); [] without one;
     None when the table cannot be read."""
-    sections = sections if sections is not None else _sections(elf)
-    eh_frame = sections.get(".eh_frame")
+    eh_frame = elf.sections.get(".eh_frame")
     if eh_frame is None or not eh_frame["sh_size"]:
         return []
-    header = sections.get(".eh_frame_hdr")
+    header = elf.sections.get(".eh_frame_hdr")
     try:
         if header is not None:
             ranges = _ranges_from_header(header, eh_frame)
             if ranges is not None:
                 return ranges
-        return _ranges_from_pyelftools(elf.get_dwarf_info(follow_links=False).EH_CFI_entries())
+        return _ranges_from_pyelftools(elf.dwarf().EH_CFI_entries())
     except Exception:
         return None
 
@@ -234,38 +300,38 @@ def _ranges_from_pyelftools(entries: Iterable) -> List[Tuple[int, int]]:
     return ranges
 
 
-def _sections(elf) -> Dict[str, object]:
-    return {section.name: section for section in elf.iter_sections()}
-
-
-def _debug_frame_ranges(elf, sections=None) -> List[Tuple[int, int]]:
-    sections = sections if sections is not None else _sections(elf)
-    if ".debug_frame" not in sections:
+def _debug_frame_ranges(elf: _RawElf) -> List[Tuple[int, int]]:
+    if ".debug_frame" not in elf.sections:
         return []
     try:
-        return _ranges_from_pyelftools(elf.get_dwarf_info(follow_links=False).CFI_entries())
+        return _ranges_from_pyelftools(elf.dwarf().CFI_entries())
     except Exception:
         return []
 
 
-def _separate_debug_frame_ranges(sections) -> List[Tuple[int, int]]:
+def _build_id(elf: _RawElf) -> Optional[str]:
+    note = elf.sections.get(".note.gnu.build-id")
+    data = note.data() if note is not None else b""
+    if len(data) < 16:
+        return None
+    namesz, descsz, kind = struct.unpack_from("<III", data, 0)
+    desc = 12 + ((namesz + 3) & ~3)
+    if kind != 3 or desc + descsz > len(data):  # NT_GNU_BUILD_ID
+        return None
+    return data[desc:desc + descsz].hex()
+
+
+def _separate_debug_frame_ranges(elf: _RawElf) -> List[Tuple[int, int]]:
     """FDEs of the separate debug file found by build id, which the debugger reads too."""
-    note = sections.get(".note.gnu.build-id")
-    if note is None:
-        return []
-    build_id = None
-    for entry in note.iter_notes():
-        if entry["n_type"] == "NT_GNU_BUILD_ID":
-            build_id = entry["n_desc"]
+    build_id = _build_id(elf)
     if not build_id or len(build_id) < 4:
         return []
     path = os.path.join(DEBUG_ROOT, build_id[:2], build_id[2:] + ".debug")
     if not os.path.exists(path):
         return []
-    from elftools.elf.elffile import ELFFile
     try:
         with open(path, "rb") as handle:
-            return _debug_frame_ranges(ELFFile(handle))
+            return _debug_frame_ranges(_RawElf(handle, path))
     except Exception:
         return []
 
@@ -275,12 +341,12 @@ def _separate_debug_frame_ranges(sections) -> List[Tuple[int, int]]:
 def nocfi_regions(path: str, mappings: Iterable) -> List[Region]:
     """Run-time ranges of the code of ``path`` without CFI, from the process's
     mappings of that file (which give its load bias)."""
-    from ..elf_lookup import _elf, load_bias
+    from ..elf_lookup import load_bias
     gaps = uncovered_ranges(path)
     if not gaps:
         return []
     mine = [m for m in mappings if m.path == path]
-    _elf_file, loads = _elf(path)
+    loads = _loads.get(_key(path), [])
     bias = load_bias(min(mine, key=lambda m: m.offset), loads) if mine else None
     if bias is None:
         return []
