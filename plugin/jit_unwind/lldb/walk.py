@@ -6,8 +6,9 @@ a caller's pc and sp match one of them.  LLDB cannot unwind natively from regist
 give it, so where no input frame matches a native caller, the walk goes on by its
 file's .eh_frame, else by the core's strategies for code without CFI (its prologue
 decoded from its symbol's start), else by the frame-pointer rule when the caller's
-function keeps one (``push rbp; mov rbp, rsp``), and ends with a reason otherwise.  After the last input frame LLDB gave up; if its
-caller (return address at CFA - 8) is JIT code, the walk goes on from there.
+function keeps one (``push rbp; mov rbp, rsp``), and ends with a reason otherwise.
+After the last input frame LLDB gave up; if its caller (return address at CFA - 8) is
+JIT code, the walk goes on from there.
 """
 
 from dataclasses import dataclass
