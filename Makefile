@@ -49,7 +49,8 @@ $(VENV)/.installed: requirements-test.txt setup.cfg
 	$(VENV)/bin/python -m pip install -q -e .
 	touch $@
 
-fixtures: $(BUILD)/toyjit $(BUILD)/deepstack $(BUILD)/jitdump_jit cpython-fixtures
+fixtures: $(BUILD)/toyjit $(BUILD)/deepstack $(BUILD)/jitdump_jit $(BUILD)/nocfi \
+          cpython-fixtures
 
 # CPython 3.13 and 3.14 with the JIT, 3.15 without, once per machine into
 # ~/.cache/jit-unwind: unpacked from ../shared/cpython when it has them (seconds), else
@@ -61,6 +62,16 @@ cpython-fixtures:
 $(BUILD)/%: tests/fixtures/%.c
 	@mkdir -p $(BUILD)
 	gcc $(FIXTURE_CFLAGS) -o $@ $<
+
+# C calling code without call frame information: hand-written assembly (no .cfi
+# directives, so no FDE) and C compiled without unwind tables or -g (no .debug_frame).
+NOCFI_SOURCES := tests/fixtures/nocfi.c tests/fixtures/nocfi_asm.S tests/fixtures/nocfi_c.c
+$(BUILD)/nocfi: $(NOCFI_SOURCES)
+	@mkdir -p $(BUILD)
+	gcc -g -c -o $(BUILD)/nocfi_asm.o tests/fixtures/nocfi_asm.S
+	gcc -O1 -fno-asynchronous-unwind-tables -fno-unwind-tables -fomit-frame-pointer \
+	    -c -o $(BUILD)/nocfi_c.o tests/fixtures/nocfi_c.c
+	gcc $(FIXTURE_CFLAGS) -o $@ tests/fixtures/nocfi.c $(BUILD)/nocfi_asm.o $(BUILD)/nocfi_c.o
 
 clean:
 	rm -rf $(BUILD) $(VENV)

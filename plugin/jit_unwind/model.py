@@ -11,7 +11,8 @@ class Region:
     ``source`` says where we learnt of it: ``maps`` (an anonymous executable mapping of
     a live process), ``core`` (an executable load segment of a core file), ``perf-map``
     (an entry of /tmp/perf-PID.map), ``jitdump`` (a code load record of a perf jitdump),
-    ``gdb-jit`` (GDB's JIT interface).
+    ``gdb-jit`` (GDB's JIT interface), ``no-cfi`` (code of a mapped file that no FDE
+    covers).
     """
 
     start: int
@@ -25,7 +26,9 @@ class Region:
     # shim (a function that calls frameless code); "trace": frameless code entered
     # through a shim, whose start is no prologue (CPython's JIT traces).
     kind: str = field(default="function", compare=False)
-    # The runtime object the code belongs to (CPython: the code object of a JIT trace).
+    # The runtime object the code belongs to (CPython: the code object of a JIT trace);
+    # for code without CFI in a mapped file (source "no-cfi", name = the file's path),
+    # the file's load bias.
     owner: int = field(default=0, compare=False)
 
     @property

@@ -53,12 +53,19 @@ def _classify(frame: Frame, cache: StopCache) -> NativeFrame:
 
 
 def jit_label(frame: Frame, pc: int, cache: StopCache) -> Optional[NativeFrame]:
-    """For ``bt``: the frame's JIT name and marks, or None when it is no JIT code and
-    no guess (the debugger names it).  ``name`` is None when no region names it."""
+    """For ``bt``: the frame's JIT name and marks, or None when it is no JIT code, no
+    guess, and no code without CFI we unwound (the debugger names it).  ``name`` is None
+    when no region names it (the debugger's name is kept)."""
     innermost = frame.level == 0
     guess = is_guess(frame, pc, cache)
     if cache.regions().jit_region_at(pc if innermost else pc - 1) is None and not guess:
-        return None
+        # Code without CFI in a mapped file that our unwinder unwound: the debugger's
+        # name (the file's symbol), our marks.
+        unwound = unwound_by_us(frame, pc, cache)
+        if unwound is None:
+            return None
+        return NativeFrame(frame.level, OTHER, pc=pc, name=None,
+                           stop_reason=unwound.stop_reason, method=unwound.method)
     unwound = unwound_by_us(frame, pc, cache)
     return NativeFrame(frame.level, JIT, pc=pc, guess=guess,
                        name=jit_frame_name(cache.named_regions(), pc, innermost),

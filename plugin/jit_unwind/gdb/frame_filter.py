@@ -193,6 +193,9 @@ class JitFrameFilter:
         if not self._enabled:
             return False
         try:
+            # With show-method, also for frames in code without CFI ("[via prologue]").
+            if show_method():
+                return True
             # JIT frames first: is_python_process() may open the interpreter's files.
             if STATE.regions().has_jit() and thread_runs_jit_code():
                 return True

@@ -18,6 +18,8 @@ class ShowMethod(gdb.Parameter):
 When on, JIT frames carry a suffix such as "[via frame-pointer]" naming the strategy
 that unwound them: jitdump-cfi, prologue, prologue-search, frame-pointer, entry-record
 or stack-scan.
+Frames in code without call frame information that the plugin unwound (hand-written
+assembly, code built without unwind tables) carry it too, after their own name.
 Callers found by the stack scan are always marked as a guess."""
 
     set_doc = "Set whether backtraces show how each JIT frame was unwound."

@@ -8,6 +8,8 @@ binary search.
 import gdb
 from gdb.unwinder import Unwinder
 
+from ..regions.nocfi import SOURCE as NOCFI
+from ..regions.nocfi import function_at
 from .settings import debug_log
 from .state import STATE
 
@@ -20,8 +22,8 @@ _STRATEGIES = []
 def _strategies():
     """The core's unwind strategies, imported once JIT code is met (not at load)."""
     if not _STRATEGIES:
-        from ..unwind import UnwindContext, unwind_jit_frame
-        _STRATEGIES.extend((UnwindContext, unwind_jit_frame))
+        from ..unwind import UnwindContext, unwind_jit_frame, unwind_nocfi_frame
+        _STRATEGIES.extend((UnwindContext, unwind_jit_frame, unwind_nocfi_frame))
     return _STRATEGIES
 
 
@@ -41,10 +43,6 @@ class JitUnwinder(Unwinder):
         self._frame_id_class = getattr(gdb.unwinder, "FrameId", None)
 
     def __call__(self, pending_frame):
-        # GDB asks about every frame of every program: without JIT code, one attribute
-        # read and out (False only once this stop's regions are known to hold none).
-        if STATE.has_jit is False:
-            return None
         try:
             return self._unwind(pending_frame)
         except Exception as error:  # never break the debugger's own unwinding
@@ -65,16 +63,19 @@ class JitUnwinder(Unwinder):
             pc = int(pending_frame.read_register("rip"))
         if STATE.known_native(pc):  # after a step: no need to read the mappings again
             return None
+        # GDB asks about every frame of every program: one lookup, memoized per address
+        # (JIT code? code of a mapped file without CFI?).  Every program has some code
+        # without CFI (libc's clone, ld.so's entry, gcc's crtstuff), so no per-process
+        # flag can skip it.
         regions = STATE.regions()
-        if not STATE.has_jit:  # most processes: one attribute check per frame
-            return None
-        if not regions.near_jit(pc):  # native frames of a JIT process: one bisect
-            return None
         level = pending_frame.level()
         innermost = level == 0
         lookup = pc if innermost else pc - 1
-        if regions.jit_region_at(lookup) is None:
+        code = regions.code_at(lookup)
+        if code is None:
             return None
+        if code.source == NOCFI:
+            return self._unwind_nocfi(pending_frame, regions, code, pc, innermost)
         regions = STATE.named_regions()
         if regions.is_registered(lookup):
             return None
@@ -90,13 +91,40 @@ class JitUnwinder(Unwinder):
             read[name] = (value, int(value))
             return read[name][1]
 
-        UnwindContext, unwind_jit_frame = _strategies()
+        UnwindContext, unwind_jit_frame, _ = _strategies()
         ctx = UnwindContext(pc, sp, self._memory, regions, read_register, innermost,
                             STATE.process.function_start)
         result = unwind_jit_frame(ctx)
         STATE.record(pc, sp, result)
         debug_log(lambda: f"frame #{level} pc={pc:#x} sp={sp:#x}: {result}")
 
+        return self._unwind_info(pending_frame, arch, result, sp, pc, read)
+
+    def _unwind_nocfi(self, pending_frame, regions, nocfi, pc, innermost):
+        """A frame in a mapped file's code without CFI: our exact strategies, else
+        None and GDB's own heuristics, as without us."""
+        arch = pending_frame.architecture()
+        if arch.name() != X86_64:
+            return None
+        sp = int(pending_frame.read_register("rsp"))
+
+        def read_register(name):
+            return int(pending_frame.read_register(name))
+
+        lookup = pc if innermost else pc - 1
+        UnwindContext, _, unwind_nocfi_frame = _strategies()
+        ctx = UnwindContext(pc, sp, self._memory, regions, read_register, innermost,
+                            STATE.process.function_start, function_at(nocfi, lookup))
+        result = unwind_nocfi_frame(ctx)
+        debug_log(lambda: f"frame #{pending_frame.level()} pc={pc:#x} sp={sp:#x} "
+                          f"(no CFI in {nocfi.name}): {result or 'left to GDB'}")
+        if result is None:
+            return None
+        STATE.record(pc, sp, result)
+        return self._unwind_info(pending_frame, arch, result, sp, pc, {})
+
+    def _unwind_info(self, pending_frame, arch, result, sp, pc, read):
+        """``read``: name -> (gdb.Value, int) of the registers the strategies read."""
         id_sp = result.cfa if result.cfa is not None else sp
         id_pc = result.frame_start if result.frame_start is not None else pc
         if self._frame_id_class is not None:

@@ -3,10 +3,12 @@
 LLDB's own frames ("input frames") are kept while they are right.  From the first frame
 whose pc is JIT code, the core's strategies unwind; the walk rejoins LLDB's frames where
 a caller's pc and sp match one of them.  LLDB cannot unwind natively from registers we
-give it, so where no input frame matches a native caller, the walk goes on by the
-frame-pointer rule when the caller's function keeps one (``push rbp; mov rbp, rsp``),
-and ends with a reason otherwise.  After the last input frame LLDB gave up; if its
-caller (return address at CFA - 8) is JIT code, the walk goes on from there.
+give it, so where no input frame matches a native caller, the walk goes on by its
+file's .eh_frame, else by the core's strategies for code without CFI (its prologue
+decoded from its symbol's start), else by the frame-pointer rule when the caller's
+function keeps one (``push rbp; mov rbp, rsp``), and ends with a reason otherwise.
+After the last input frame LLDB gave up; if its caller (return address at CFA - 8) is
+JIT code, the walk goes on from there.
 """
 
 from dataclasses import dataclass, field
@@ -14,9 +16,9 @@ from typing import Dict, List, Optional
 
 import lldb
 
-from ..model import Unwound
+from ..model import Region, Unwound
 from ..session import StopCache
-from ..unwind import UnwindContext, unwind_jit_frame
+from ..unwind import UnwindContext, unwind_jit_frame, unwind_nocfi_frame
 from ..unwind.cfi import unwind_with_cfi
 from ..unwind.x86_64 import call_length_before, starts_frame_pointer
 from .settings import debug_log
@@ -230,6 +232,33 @@ class ThreadWalk:
         except Exception:
             return None
 
+    def nocfi_step(self, pc: int, sp: int, registers: Dict[str, int]
+                   ) -> Optional[Dict[str, int]]:
+        """The caller's registers of a native frame without usable CFI (hand-written
+        assembly, code built without unwind tables) by the core's exact strategies for
+        such code: its prologue decoded from its symbol's start; None when they cannot
+        tell."""
+        symbol = self.target.ResolveLoadAddress(pc - 1).GetSymbol()
+        if not symbol.IsValid():
+            return None
+        start = symbol.GetStartAddress().GetLoadAddress(self.target)
+        end = symbol.GetEndAddress().GetLoadAddress(self.target)
+        if lldb.LLDB_INVALID_ADDRESS in (start, end) or not start < pc <= end:
+            return None
+        function = Region(start, end, "no-cfi", symbol.GetName() or "")
+        ctx = UnwindContext(pc, sp, self.memory, self.regions, registers.get, False,
+                            self.function_start, function)
+        try:
+            result = unwind_nocfi_frame(ctx)
+        except Exception:  # never a traceback in a backtrace
+            return None
+        if result is None:
+            return None
+        caller = {k: v for k, v in registers.items() if k in CALLEE_SAVED}
+        caller.update(result.saved)
+        caller["rip"], caller["rsp"] = result.caller_pc, result.caller_sp
+        return caller
+
     def native_step(self, pc, sp, registers):
         """A native frame LLDB did not give us: keep it, go on by its .eh_frame, else its
         frame pointer."""
@@ -245,6 +274,9 @@ class ThreadWalk:
                 self.stop(pc, sp, f"the call frame information of {name or hex(pc)} gives "
                                   f"a caller at {caller['rsp']:#x}, not above its sp {sp:#x}")
                 return None
+            return caller["rip"], caller["rsp"], caller
+        caller = self.nocfi_step(pc, sp, registers)
+        if caller is not None:
             return caller["rip"], caller["rsp"], caller
         start = self.function_start(pc - 1)
         code = self.memory.try_read(start, 8) if start is not None else None

@@ -89,6 +89,9 @@ class RegionMap:
         self.memo: dict = {}
         self._spans: Optional[tuple] = None  # see near_jit()
         self._file_code: Optional[tuple] = None  # see in_file_code()
+        # address -> code_at's answer: a stack asks about the same return addresses
+        # again and again (recursion, every bt of a stop).
+        self._code: dict = {}
 
     def add_symbols(self, symbols: Sequence[Region]) -> None:
         """Add named entries found later (a runtime's JIT code, GDB's JIT interface),
@@ -100,6 +103,7 @@ class RegionMap:
             self._spans = None
         if registered:
             self.registered = _SortedRanges(list(self.registered) + registered)
+        self._code.clear()
 
     def add_unwind_records(self, records: Sequence) -> None:
         """Add code whose JIT gave its ``.eh_frame`` (objects with start, end, sequence:
@@ -150,6 +154,36 @@ class RegionMap:
     def is_registered(self, address: int) -> bool:
         """True when the debugger already knows this code (GDB's JIT interface)."""
         return self.registered.find(address) is not None
+
+    def code_at(self, address: int) -> Optional[Region]:
+        """What the unwinder asks of every frame: the JIT region or the range of code
+        without CFI (source "no-cfi") holding ``address``, None for code the debugger
+        unwinds itself.  One dictionary lookup for an address asked about before."""
+        try:
+            return self._code[address]
+        except KeyError:
+            pass
+        region = self.jit_region_at(address)
+        if region is None:
+            region = self.nocfi_at(address)
+        if len(self._code) < 100_000:
+            self._code[address] = region
+        return region
+
+    def nocfi_at(self, address: int) -> Optional[Region]:
+        """The range of code without call frame information holding ``address`` in a
+        mapped file (regions/nocfi.py), or None.  A file's ranges are computed the first
+        time one of its pcs is asked about (then kept per file)."""
+        mapping = self.mappings.find(address)
+        if (mapping is None or not mapping.executable or mapping.anonymous
+                or not mapping.path.startswith("/")):
+            return None
+        key = ("no-cfi", mapping.path)
+        ranges = self.memo.get(key)
+        if ranges is None:
+            from .nocfi import nocfi_regions
+            ranges = self.memo[key] = _SortedRanges(nocfi_regions(mapping.path, self.mappings))
+        return ranges.find(address) if len(ranges) else None
 
     def mapping_at(self, address: int) -> Optional[Mapping]:
         return self.mappings.find(address)

@@ -10,6 +10,7 @@ from .frame_pointer import unwind_frame_pointer
 from .jitdump_cfi import unwind_jitdump_cfi
 from .prologue import unwind_known_start, unwind_prologue_search
 from .stack_scan import unwind_stack_scan
+from .x86_64 import starts_frame_pointer
 
 Strategy = Callable[[UnwindContext], Optional[Unwound]]
 
@@ -46,6 +47,39 @@ def unwind_jit_frame(ctx: UnwindContext) -> Unwound:
             return _with_caller_frame_pointer(ctx, result)
     return Unwound(method="none",
                    stop_reason="no strategy found the caller of this JIT frame")
+
+
+def unwind_kept_frame_pointer(ctx: UnwindContext) -> Optional[Unwound]:
+    """The frame-pointer rule, only for a function whose known start sets one up."""
+    start = ctx.function_start()
+    code = ctx.memory.try_read(start, 8) if start is not None else None
+    if code is None or not starts_frame_pointer(code):
+        return None
+    setup = 8 if code.startswith(b"\xf3\x0f\x1e\xfa") else 4  # [endbr64;] push; mov
+    if ctx.pc < start + setup:  # rbp is not this frame's yet
+        return None
+    return unwind_frame_pointer(ctx)
+
+
+# Code without CFI in a mapped file (regions/nocfi.py): only what is exact.  Where none
+# answers, the debugger's own heuristics decide, as without us; the frame-pointer rule
+# alone could skip the caller of code that leaves rbp alone, the scans are guesses.
+NOCFI_STRATEGIES: List[Tuple[str, Strategy]] = [
+    ("prologue", unwind_known_start),
+    ("prologue-search", unwind_prologue_search),
+    ("frame-pointer", unwind_kept_frame_pointer),
+]
+
+
+def unwind_nocfi_frame(ctx: UnwindContext) -> Optional[Unwound]:
+    """The caller of a frame in code without CFI, or None to leave it to the debugger."""
+    for _name, strategy in NOCFI_STRATEGIES:
+        result = strategy(ctx)
+        if result is None or result.ends_walk:
+            continue
+        if ctx.plausible_caller_sp(result.caller_sp):
+            return _with_caller_frame_pointer(ctx, result)
+    return None
 
 
 def _with_caller_frame_pointer(ctx: UnwindContext, result: Unwound) -> Unwound:

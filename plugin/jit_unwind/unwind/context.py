@@ -21,6 +21,9 @@ class UnwindContext:
     innermost: bool = False  # frame 0 or interrupted by a signal: pc is exact
     # Start of the native function holding an address (from the debugger's symbols).
     native_function_start: Optional[Callable[[int], Optional[int]]] = None
+    # The function holding the pc when it is not JIT code but code without CFI in a
+    # mapped file, from that file's symbols (regions/nocfi.py).
+    function: Optional[Region] = None
 
     @property
     def lookup_pc(self) -> int:
@@ -34,7 +37,10 @@ class UnwindContext:
         return symbol.start if symbol is not None else None
 
     def symbol(self) -> Optional[Region]:
-        """The named entry (perf map, runtime) holding this frame's pc."""
+        """The named entry (perf map, runtime) holding this frame's pc, or the function
+        symbol of code without CFI."""
+        if self.function is not None:
+            return self.function
         return self.regions.symbol_at(self.lookup_pc)
 
     def region(self) -> Optional[Region]:

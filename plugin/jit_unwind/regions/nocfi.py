@@ -1,0 +1,408 @@
+"""Code inside mapped files that no call frame information covers.
+
+Hand-written assembly, code built with ``-fno-asynchronous-unwind-tables``, a JavaScript
+engine's embedded builtins: the debugger has no FDE for it and falls back to prologue
+heuristics that may invent frames.  For each mapped ELF file we compute, once per file
+(keyed by path, size and mtime), the parts of its code sections that no FDE of its
+``.eh_frame`` (through the ``.eh_frame_hdr`` search table: a few bytes per FDE, no DWARF
+parsing) or ``.debug_frame`` (its own, or the separate debug file found by build id)
+covers.  Alignment padding between functions is left out, and so are ``.init``,
+``.fini`` and the PLT, which the linker's own glue covers or no stack holds at a stop.
+Computed only for files a frame's pc lies in; after that, one range lookup per frame
+tells whether a pc is such code.
+"""
+
+import bisect
+import os
+import struct
+from typing import Dict, Iterable, List, Optional, Tuple
+
+from ..model import Region
+
+SOURCE = "no-cfi"
+MAX_FILES = 256
+SKIPPED_SECTIONS = (".init", ".fini")
+MAX_FDES = 2_000_000  # a table larger than this is not believed
+DEBUG_ROOT = "/usr/lib/debug/.build-id"
+
+# path, size, mtime -> uncovered (start, end) file addresses, sorted
+_gaps: Dict[Tuple[str, int, float], List[Tuple[int, int]]] = {}
+# path, size, mtime -> function symbols (start, end, name) inside the gaps, sorted
+_functions: Dict[Tuple[str, int, float], List[Tuple[int, int, str]]] = {}
+
+
+def _key(path: str) -> Optional[Tuple[str, int, float]]:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return path, stat.st_size, stat.st_mtime
+
+
+def uncovered_ranges(path: str) -> List[Tuple[int, int]]:
+    """File-address ranges of code in ``path`` without CFI (cached per file)."""
+    key = _key(path)
+    if key is None:
+        return []
+    if key not in _gaps:
+        if len(_gaps) >= MAX_FILES:
+            _gaps.clear()
+        try:
+            _gaps[key] = _compute_gaps(path)
+        except Exception:  # not ELF, a table we cannot read: claim nothing
+            _gaps[key] = []
+    return _gaps[key]
+
+
+class _RawSection:
+    """One section header, read with struct (the keys pyelftools' sections have)."""
+
+    def __init__(self, handle, name: str, fields):
+        self._handle = handle
+        self.name = name
+        kind, flags, addr, offset, size = fields
+        self._fields = {"sh_type": "SHT_PROGBITS" if kind == 1 else kind, "sh_flags": flags,
+                        "sh_addr": addr, "sh_offset": offset, "sh_size": size}
+
+    def __getitem__(self, key):
+        return self._fields[key]
+
+    def data(self) -> bytes:
+        self._handle.seek(self["sh_offset"])
+        return self._handle.read(self["sh_size"])
+
+
+class _RawElf:
+    """Section and program headers of an x86-64 ELF file, read with struct: the first
+    stop of every program looks at libc and ld.so, and pyelftools costs tens of ms
+    there (its import included).  pyelftools is used only for tables we do not read."""
+
+    def __init__(self, handle, path: str):
+        self.path = path
+        header = handle.read(64)
+        if len(header) < 64 or header[:4] != b"\x7fELF" or header[4:6] != b"\x02\x01":
+            raise ValueError("not a 64-bit little-endian ELF file")
+        self.machine = struct.unpack_from("<H", header, 18)[0]
+        phoff, shoff = struct.unpack_from("<QQ", header, 32)
+        phentsize, phnum, shentsize, shnum, shstrndx = struct.unpack_from("<HHHHH", header, 54)
+        handle.seek(phoff)
+        table = handle.read(phentsize * phnum)
+        self.loads = []  # (p_vaddr, p_offset) of each PT_LOAD
+        for index in range(phnum):
+            kind, _flags, offset, vaddr = struct.unpack_from("<IIQQ", table, index * phentsize)
+            if kind == 1:
+                self.loads.append((vaddr, offset))
+        handle.seek(shoff)
+        table = handle.read(shentsize * shnum)
+        headers = [struct.unpack_from("<IIQQQQ", table, index * shentsize)
+                   for index in range(shnum)]
+        names = b""
+        if shstrndx < len(headers):
+            handle.seek(headers[shstrndx][4])
+            names = handle.read(headers[shstrndx][5])
+        self.sections: Dict[str, _RawSection] = {}
+        for name_offset, kind, flags, addr, offset, size in headers:
+            end = names.find(b"\0", name_offset)
+            name = names[name_offset:end].decode("ascii", "replace") if end >= 0 else ""
+            self.sections.setdefault(name, _RawSection(handle, name,
+                                                       (kind, flags, addr, offset, size)))
+
+    def dwarf(self):
+        """pyelftools' DWARF view of the file, for tables read in full."""
+        from elftools.elf.elffile import ELFFile
+        return ELFFile(open(self.path, "rb")).get_dwarf_info(follow_links=False)  # noqa: SIM115
+
+
+# path, size, mtime -> the PT_LOAD (vaddr, offset) pairs, for the load bias
+_loads: Dict[Tuple[str, int, float], List[Tuple[int, int]]] = {}
+
+
+def _compute_gaps(path: str) -> List[Tuple[int, int]]:
+    with open(path, "rb") as handle:
+        elf = _RawElf(handle, path)
+        key = _key(path)
+        if key is not None:
+            if len(_loads) >= MAX_FILES:
+                _loads.clear()
+            _loads[key] = elf.loads
+        if elf.machine != 62:  # EM_X86_64
+            return []
+        sections = elf.sections
+        code = [s for s in sections.values()
+                if s["sh_type"] == "SHT_PROGBITS" and s["sh_flags"] & 0x4  # SHF_EXECINSTR
+                and s["sh_size"] and s.name not in SKIPPED_SECTIONS
+                and not s.name.startswith(".plt")]
+        if not code:
+            return []
+        covered = _eh_frame_ranges(elf)
+        if covered is None:
+            return []  # an .eh_frame we cannot read: claim nothing
+        covered += _debug_frame_ranges(elf)
+        covered += _separate_debug_frame_ranges(elf)
+        covered.sort()
+        gaps = []
+        for section in code:
+            start, end = section["sh_addr"], section["sh_addr"] + section["sh_size"]
+            data = None
+            for gap_start, gap_end in _subtract(start, end, covered):
+                if data is None:
+                    data = section.data()
+                gap = data[gap_start - start:gap_end - start]
+                if not _is_padding(gap):
+                    gaps.append((gap_start, gap_end))
+        return sorted(gaps)
+
+
+def _subtract(start: int, end: int, covered: List[Tuple[int, int]]):
+    """Parts of [start, end) outside every sorted range of ``covered``."""
+    at = start
+    for low, high in covered:
+        if high <= at:
+            continue
+        if low >= end:
+            break
+        if low > at:
+            yield at, low
+        at = max(at, high)
+        if at >= end:
+            return
+    if at < end:
+        yield at, end
+
+
+def _is_padding(code: bytes) -> bool:
+    """True for nops, int3 and zero bytes only: alignment between functions."""
+    pos = 0
+    while pos < len(code):
+        byte = code[pos]
+        if byte in (0x90, 0xCC, 0x00):
+            pos += 1
+        elif byte in (0x66, 0x2E):  # operand-size / cs prefixes of long nops
+            pos += 1
+        elif byte == 0x0F and pos + 2 < len(code) and code[pos + 1] == 0x1F:
+            pos += 2 + _modrm_length(code[pos + 2])
+        else:
+            return False
+    return True
+
+
+def _modrm_length(modrm: int) -> int:
+    """ModRM, SIB and displacement bytes of a ``nop r/m`` (no rip-relative in padding)."""
+    mod, rm = modrm >> 6, modrm & 7
+    length = 1 + (1 if mod != 3 and rm == 4 else 0)
+    return length + {0: 0, 1: 1, 2: 4, 3: 0}[mod]
+
+
+# -- .eh_frame through .eh_frame_hdr ---------------------------------------------------
+
+def _read_uleb(data: bytes, pos: int) -> Tuple[int, int]:
+    result = shift = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return result, pos
+
+
+_FORMATS = {0x2: "<H", 0x3: "<I", 0x4: "<Q", 0xA: "<h", 0xB: "<i", 0xC: "<q", 0x0: "<Q"}
+
+
+def _eh_frame_ranges(elf: _RawElf) -> Optional[List[Tuple[int, int]]]:
+    """(start, end) of every FDE of ``.eh_frame`` (file addresses); [] without one;
+    None when the table cannot be read."""
+    eh_frame = elf.sections.get(".eh_frame")
+    if eh_frame is None or not eh_frame["sh_size"]:
+        return []
+    header = elf.sections.get(".eh_frame_hdr")
+    try:
+        if header is not None:
+            ranges = _ranges_from_header(header, eh_frame)
+            if ranges is not None:
+                return ranges
+        return _ranges_from_pyelftools(elf.dwarf().EH_CFI_entries())
+    except Exception:
+        return None
+
+
+def _ranges_from_header(header, eh_frame) -> Optional[List[Tuple[int, int]]]:
+    hdr = header.data()
+    frames = eh_frame.data()
+    hdr_addr, frames_addr = header["sh_addr"], eh_frame["sh_addr"]
+    version, ptr_enc, count_enc, table_enc = hdr[0], hdr[1], hdr[2], hdr[3]
+    # What every linker writes: pointer pcrel|sdata4, count udata4, table datarel|sdata4.
+    if version != 1 or ptr_enc != 0x1B or count_enc != 0x03 or table_enc != 0x3B:
+        return None
+    (count,) = struct.unpack_from("<I", hdr, 8)
+    if count > MAX_FDES or 12 + count * 8 > len(hdr):
+        return None
+    table = struct.unpack_from(f"<{count * 2}i", hdr, 12)
+    encodings: Dict[int, int] = {}
+    ranges = []
+    for index in range(count):
+        start = hdr_addr + table[2 * index]
+        offset = hdr_addr + table[2 * index + 1] - frames_addr
+        length, cie_pointer = struct.unpack_from("<Ii", frames, offset)
+        if length == 0xFFFFFFFF:
+            return None  # 64-bit DWARF: not what linkers write for x86-64
+        cie = offset + 4 - cie_pointer
+        if cie not in encodings:
+            encodings[cie] = _fde_encoding(frames, cie)
+        fmt = _FORMATS.get(encodings[cie] & 0x0F)
+        if fmt is None:
+            return None
+        size = struct.calcsize(fmt)
+        (address_range,) = struct.unpack_from(fmt, frames, offset + 8 + size)
+        ranges.append((start, start + address_range))
+    return ranges
+
+
+def _fde_encoding(frames: bytes, cie: int) -> int:
+    """The pointer encoding a CIE's 'R' augmentation gives its FDEs (absptr without)."""
+    pos = cie + 8  # length, CIE id
+    version = frames[pos]
+    pos += 1
+    end = frames.index(b"\0", pos)
+    augmentation = frames[pos:end].decode("ascii", "replace")
+    pos = end + 1
+    if not augmentation.startswith("z"):
+        return 0
+    _, pos = _read_uleb(frames, pos)  # code alignment
+    _, pos = _read_uleb(frames, pos)  # data alignment (sleb: same length)
+    if version == 1:
+        pos += 1
+    else:
+        _, pos = _read_uleb(frames, pos)
+    _, pos = _read_uleb(frames, pos)  # augmentation data length
+    for letter in augmentation[1:]:
+        if letter == "R":
+            return frames[pos]
+        if letter == "L":
+            pos += 1
+        elif letter == "P":
+            fmt = _FORMATS.get(frames[pos] & 0x0F)
+            if fmt is None:
+                raise ValueError("personality encoding")
+            pos += 1 + struct.calcsize(fmt)
+        elif letter not in "SB":
+            raise ValueError(f"augmentation {augmentation}")
+    return 0
+
+
+def _ranges_from_pyelftools(entries: Iterable) -> List[Tuple[int, int]]:
+    ranges = []
+    for entry in entries:
+        header = getattr(entry, "header", None)
+        if header is not None and "initial_location" in header:
+            start = header["initial_location"]
+            ranges.append((start, start + header["address_range"]))
+    return ranges
+
+
+def _debug_frame_ranges(elf: _RawElf) -> List[Tuple[int, int]]:
+    if ".debug_frame" not in elf.sections:
+        return []
+    try:
+        return _ranges_from_pyelftools(elf.dwarf().CFI_entries())
+    except Exception:
+        return []
+
+
+def _build_id(elf: _RawElf) -> Optional[str]:
+    note = elf.sections.get(".note.gnu.build-id")
+    data = note.data() if note is not None else b""
+    if len(data) < 16:
+        return None
+    namesz, descsz, kind = struct.unpack_from("<III", data, 0)
+    desc = 12 + ((namesz + 3) & ~3)
+    if kind != 3 or desc + descsz > len(data):  # NT_GNU_BUILD_ID
+        return None
+    return data[desc:desc + descsz].hex()
+
+
+def _separate_debug_frame_ranges(elf: _RawElf) -> List[Tuple[int, int]]:
+    """FDEs of the separate debug file found by build id, which the debugger reads too."""
+    build_id = _build_id(elf)
+    if not build_id or len(build_id) < 4:
+        return []
+    path = os.path.join(DEBUG_ROOT, build_id[:2], build_id[2:] + ".debug")
+    if not os.path.exists(path):
+        return []
+    try:
+        with open(path, "rb") as handle:
+            return _debug_frame_ranges(_RawElf(handle, path))
+    except Exception:
+        return []
+
+
+# -- the process's view ------------------------------------------------------------------
+
+def nocfi_regions(path: str, mappings: Iterable) -> List[Region]:
+    """Run-time ranges of the code of ``path`` without CFI, from the process's
+    mappings of that file (which give its load bias)."""
+    from ..elf_lookup import load_bias
+    gaps = uncovered_ranges(path)
+    if not gaps:
+        return []
+    mine = [m for m in mappings if m.path == path]
+    loads = _loads.get(_key(path), [])
+    bias = load_bias(min(mine, key=lambda m: m.offset), loads) if mine else None
+    if bias is None:
+        return []
+    regions = []
+    for mapping in mine:
+        if not mapping.executable:
+            continue
+        for start, end in gaps:
+            low, high = max(start + bias, mapping.start), min(end + bias, mapping.end)
+            if low < high:
+                # owner: the file's load bias, for function_at()
+                regions.append(Region(low, high, SOURCE, path, owner=bias))
+    return regions
+
+
+def function_at(region: Region, address: int) -> Optional[Region]:
+    """The function symbol of ``region``'s file holding ``address`` (its start, end and
+    name, as a Region the prologue strategy decodes from); None without a symbol."""
+    key = _key(region.name)
+    if key is None:
+        return None
+    if key not in _functions:
+        if len(_functions) >= MAX_FILES:
+            _functions.clear()
+        try:
+            _functions[key] = _function_symbols(region.name)
+        except Exception:
+            _functions[key] = []
+    bias = region.owner
+    symbols = _functions[key]
+    index = bisect.bisect_right(symbols, (address - bias, float("inf"), "")) - 1
+    if index >= 0:
+        start, end, name = symbols[index]
+        if start + bias <= address < end + bias:
+            return Region(start + bias, end + bias, SOURCE, name)
+    return None
+
+
+def _function_symbols(path: str) -> List[Tuple[int, int, str]]:
+    """Function symbols (file addresses) that lie in the file's gaps."""
+    from elftools.elf.elffile import ELFFile
+    gaps = uncovered_ranges(path)
+    found = []
+    with open(path, "rb") as handle:
+        elf = ELFFile(handle)
+        for table in (".symtab", ".dynsym"):
+            section = elf.get_section_by_name(table)
+            if section is None:
+                continue
+            for symbol in section.iter_symbols():
+                if symbol["st_info"]["type"] != "STT_FUNC" or not symbol["st_value"]:
+                    continue
+                start = symbol["st_value"]
+                index = bisect.bisect_right(gaps, (start, float("inf"))) - 1
+                if index >= 0 and start < gaps[index][1]:
+                    found.append((start, start + max(symbol["st_size"], 1), symbol.name))
+            if found:
+                break
+    return sorted(set(found))

@@ -1,0 +1,98 @@
+"""regions/nocfi.py: which code of a file no FDE covers, on the nocfi fixture, libc, and
+shared libraries gcc builds here with and without .debug_frame."""
+
+import subprocess
+
+from elftools.elf.elffile import ELFFile
+
+from jit_unwind.regions import Mapping, RegionMap
+from jit_unwind.regions.nocfi import (_eh_frame_ranges, _is_padding, _RawElf,
+                                      _ranges_from_pyelftools, function_at, uncovered_ranges)
+from tests.support import REPO, fixture_binary
+
+LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
+NOCFI_FUNCTIONS = ("asm_fp_function", "asm_frameless_function", "c_frameless_function")
+
+
+def _symbols(path):
+    with open(path, "rb") as handle:
+        table = ELFFile(handle).get_section_by_name(".symtab")
+        return {s.name: (s["st_value"], s["st_value"] + s["st_size"])
+                for s in table.iter_symbols() if s["st_info"]["type"] == "STT_FUNC"}
+
+
+def _covered(ranges, start, end):
+    return any(low <= start and end <= high for low, high in ranges)
+
+
+def _touches(ranges, start, end):
+    return any(low < end and start < high for low, high in ranges)
+
+
+def test_functions_without_cfi_are_uncovered_and_others_not():
+    path = str(fixture_binary("nocfi"))
+    gaps = uncovered_ranges(path)
+    symbols = _symbols(path)
+    for name in NOCFI_FUNCTIONS:
+        assert _covered(gaps, *symbols[name]), (name, gaps)
+    for name in ("main", "call_nocfi", "nocfi_callback", "nocfi_stop", "_start"):
+        assert not _touches(gaps, *symbols[name]), (name, gaps)
+
+
+def test_search_table_agrees_with_the_full_parse():
+    for path in (str(fixture_binary("nocfi")), LIBC):
+        with open(path, "rb") as handle:
+            fast = sorted(_eh_frame_ranges(_RawElf(handle, path)))
+        with open(path, "rb") as handle:
+            full = sorted(_ranges_from_pyelftools(
+                ELFFile(handle).get_dwarf_info(follow_links=False).EH_CFI_entries()))
+        assert fast == full != [], path
+
+
+def test_padding_is_not_code():
+    assert _is_padding(b"\x90\xcc\x00")
+    assert _is_padding(b"\x66\x2e\x0f\x1f\x84\x00\x00\x00\x00\x00\x0f\x1f\x40\x00")
+    assert _is_padding(b"\x66\x0f\x1f\x44\x00\x00\x0f\x1f\x00")
+    assert not _is_padding(b"\x55\x48\x89\xe5")  # push rbp; mov rbp, rsp
+    assert not _is_padding(b"\xc3")
+
+
+def test_region_map_finds_the_function_at_its_load_address():
+    """A PIE mapped at a bias: the range lookup and the function's symbol."""
+    path = str(fixture_binary("nocfi"))
+    bias = 0x555555554000
+    with open(path, "rb") as handle:
+        loads = [s for s in ELFFile(handle).iter_segments() if s["p_type"] == "PT_LOAD"]
+    mappings = [Mapping(bias + (s["p_vaddr"] & ~0xFFF),
+                        bias + ((s["p_vaddr"] + s["p_memsz"] + 0xFFF) & ~0xFFF),
+                        "r-xp" if s["p_flags"] & 1 else "r--p", path, s["p_offset"] & ~0xFFF)
+                for s in loads]
+    regions = RegionMap(mappings)
+    start, end = _symbols(path)["asm_frameless_function"]
+    region = regions.nocfi_at(bias + start + 5)
+    assert region is not None and region.source == "no-cfi"
+    function = function_at(region, bias + start + 5)
+    assert (function.start, function.end, function.name) == (
+        bias + start, bias + end, "asm_frameless_function")
+    main_start, _ = _symbols(path)["main"]
+    assert regions.nocfi_at(bias + main_start + 1) is None
+    assert not regions.has_jit()
+    # What the unwinder asks per frame, memoized: the same answers.
+    for _ in range(2):
+        assert regions.code_at(bias + start + 5) == region
+        assert regions.code_at(bias + main_start + 1) is None
+
+
+def test_debug_frame_counts_as_cfi(tmp_path):
+    """gcc -g without unwind tables writes .debug_frame, which debuggers read: that
+    code has CFI.  Without -g it has none."""
+    source = REPO / "tests" / "fixtures" / "nocfi_c.c"
+    flags = ["-shared", "-fPIC", "-O1", "-fno-asynchronous-unwind-tables",
+             "-fno-unwind-tables", "-fomit-frame-pointer"]
+    results = {}
+    for debug in ("-g", "-g0"):
+        library = tmp_path / f"lib{debug}.so"
+        subprocess.run(["gcc", *flags, debug, "-o", str(library), str(source)], check=True)
+        start, end = _symbols(library)["c_frameless_function"]
+        results[debug] = _touches(uncovered_ranges(str(library)), start, end)
+    assert results == {"-g": False, "-g0": True}
