@@ -101,6 +101,8 @@ class PyMixedBt(_Command):
             argv = shlex.split(command)
         except ValueError as error:
             raise CommandError(f"py-mixed-bt: {error}") from None
+        from . import symfile
+        symfile.refresh(cache.process.target)  # a safe point (a core file never stops)
         return py_mixed_bt(cache.process, cache, argv, show_method())
 
 

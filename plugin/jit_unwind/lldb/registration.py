@@ -107,8 +107,10 @@ def _listen(listener: "lldb.SBListener", stop: threading.Event):
                 continue
             target = lldb.SBTarget.GetTargetFromEvent(event)
             if target.IsValid():
+                # Only the provider: adding the symbol file's module from this thread
+                # deadlocked LLDB 23.1 against a `bt` on the main thread (a core's
+                # symbol file is loaded by the commands instead).
                 ensure_provider(target)
-                from .symfile import refresh_core; refresh_core(target)  # cores never stop
         except Exception:
             continue
 
