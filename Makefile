@@ -49,7 +49,7 @@ $(VENV)/.installed: requirements-test.txt setup.cfg
 	$(VENV)/bin/python -m pip install -q -e .
 	touch $@
 
-fixtures: $(BUILD)/toyjit $(BUILD)/deepstack $(BUILD)/jitdump_jit $(BUILD)/nocfi \
+fixtures: $(BUILD)/toyjit $(BUILD)/deepstack $(BUILD)/jitdump_jit $(BUILD)/manyjit $(BUILD)/nocfi \
           cpython-fixtures
 
 # CPython 3.13 and 3.14 with the JIT, 3.15 without, once per machine into

@@ -8,7 +8,18 @@ import re
 from pathlib import Path
 
 from tests.e2e.test_lldb19 import run_lldb19
-from tests.lldb_driver import WAIT_FOR_PROVIDER, parse_lldb_backtrace, run_lldb
+from tests.lldb_driver import WAIT_FOR_PROVIDER, parse_lldb_backtrace
+from tests.lldb_driver import run_lldb as _run_lldb
+
+# With frame providers (LLDB 23) the symbol file is opt-in (symfile.enabled).
+ENABLE = "script import jit_unwind.lldb.symfile as s; s.enabled = True"
+
+
+def run_lldb(commands, *args, **kwargs):
+    commands = list(commands)
+    if not any("s.enabled" in c for c in commands):
+        commands.insert(0, ENABLE)
+    return _run_lldb(commands, *args, **kwargs)
 from tests.python_expect import python_of
 from tests.support import REPO, fixture_binary, run_gdb
 
@@ -106,16 +117,18 @@ def test_lldb19_unwinds_and_names_jit_frames_with_the_symbol_file(tmp_path):
 def test_perf_trampolines_named_in_lldb23(tmp_path):
     python = python_of("3.12.1")
     first = run_lldb(["run", "bt"], [python, "-X", "perf", PERF_SCRIPT])
-    live = run_lldb(["run", *_navigate_by_address(first, (7,))],
+    # The first trampoline's level ([py] frames are listed too)
+    level = next(f.level for f in parse_lldb_backtrace(first) if ".elf`py::" in f.line)
+    live = run_lldb(["run", *_navigate_by_address(first, (level,))],
                     [python, "-X", "perf", PERF_SCRIPT])
     _remove_perf_maps(first + live)
     name = f"py::recurse:{PERF_SCRIPT}"
-    frames = parse_lldb_backtrace(live.split("(lldb) frame select 7")[0])
+    frames = parse_lldb_backtrace(live.split(f"(lldb) frame select {level}")[0])
     trampolines = [f for f in frames if ".elf`py::" in f.line]
     assert [f.line.split("`", 1)[1].split(" + ")[0] for f in trampolines] == (
         [name] * 4 + [f"py::<module>:{PERF_SCRIPT}"]), live
     assert frames[-1].function == "_start", live
-    assert re.search(rf"^frame #7: 0x[0-9a-f]+ jit-\d+-\d+\.elf`{re.escape(name)} \+ \d+",
+    assert re.search(rf"^frame #{level}: 0x[0-9a-f]+ jit-\d+-\d+\.elf`{re.escape(name)} \+ \d+",
                      live, re.M), live
     assert re.search(rf"Summary: jit-\d+-\d+\.elf`{re.escape(name)} \+ \d+", live), live
 

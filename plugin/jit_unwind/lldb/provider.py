@@ -11,6 +11,8 @@ Synthetic frames carry a pc (or none) and a name but no register context (LLDB 2
 crashes on ``frame select`` of a scripted frame with one), each with its own id.
 """
 
+import traceback
+
 import lldb
 from lldb.plugins.scripted_frame_provider import ScriptedFrameProvider
 from lldb.plugins.scripted_process import ScriptedFrame
@@ -108,10 +110,9 @@ class JitFrameProvider(ScriptedFrameProvider):
             if steps is PASSTHROUGH:
                 return False
             return self._output(cache, steps, inputs, python)
-        except Exception as error:  # never a traceback in a backtrace
-            debug_log(f"frame provider error: {error!r}")
-            return [NamedFrame(self.thread, 0, None,
-                               walk_stopped(f"jit-unwind internal error: {error!r}"))]
+        except Exception:  # never a traceback, never fewer frames: LLDB's own frames
+            debug_log(lambda: f"frame provider error: {traceback.format_exc()}")
+            return False
 
     def _output(self, cache, steps, inputs, python: bool):
         frames = build_frames(cache.process.target, steps, lambda step: inputs[step.index])

@@ -26,7 +26,17 @@ SETTING = "jit-unwind symbol-file"
 # Per target (GloballyUniqueID): its SymbolFiles and the module loaded from it.
 _files: Dict[int, SymbolFiles] = {}
 _modules: Dict[int, "lldb.SBModule"] = {}
-enabled = True
+# None: on where LLDB has no frame providers (lldb-19), off with them (LLDB 22+) until
+# the provider's walk and LLDB's own unwind through the file's .eh_frame agree on every
+# frame (measured: a 3.14 JIT core lost an eval-loop frame below a shim in py-mixed-bt).
+enabled = None
+
+
+def is_enabled() -> bool:
+    if enabled is not None:
+        return bool(enabled)
+    from .registration import providers_supported
+    return not providers_supported()
 _lock = threading.Lock()
 
 
@@ -53,7 +63,7 @@ def _refresh(target) -> None:
     key = _key(target)
     files = _files.setdefault(key, SymbolFiles())
     process = target.GetProcess()
-    if not enabled or not process.IsValid() or process.GetProcessID() <= 0:
+    if not is_enabled() or not process.IsValid() or process.GetProcessID() <= 0:
         _replace(target, key, files, files.discard(), None)
         return
     cache = cache_for(process)

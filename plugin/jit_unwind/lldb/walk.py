@@ -181,12 +181,26 @@ class ThreadWalk:
             if self.is_jit(pc, innermost):
                 step = self.jit_step(pc, sp, registers, innermost)
             else:
+                rejoin = self.rejoin_main(pc, next_input)
+                if rejoin is not None:
+                    return rejoin
                 step = self.native_step(pc, sp, registers)
             if step is None:
                 return None
             pc, sp, registers = step
             innermost = False
         self.out.append(Step(note=f"more than {MAX_FRAMES} frames"))
+        return None
+
+    def rejoin_main(self, pc: int, next_input: int) -> Optional[int]:
+        """The input frame of ``main`` at ``pc`` when LLDB has one: a program has one
+        main frame, so LLDB's (and its callers) are kept even where our sp for it
+        differs (LLDB unwound through JIT code with our symbol file's .eh_frame)."""
+        if self.function_name(pc - 1) != "main":
+            return None
+        for index in range(next_input, self.count):
+            if self.inputs[index].GetPC() == pc:
+                return index
         return None
 
     def jit_step(self, pc, sp, registers, innermost):
