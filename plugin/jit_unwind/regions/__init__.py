@@ -65,6 +65,21 @@ class _SortedRanges:
         return len(self.items)
 
 
+# The last perf map filtered, with the JIT mappings it was filtered by: a perf map can
+# have many thousands of lines, and neither changes between most stops.
+_last_filtered: list = [None, None, None]
+
+
+def _in_jit_code(symbols: Sequence[Region], jit: _SortedRanges) -> List[Region]:
+    """The entries of ``symbols`` that start in JIT code (one of ``jit``'s regions)."""
+    key = (len(symbols), tuple((r.start, r.end) for r in jit))
+    if _last_filtered[0] is symbols and _last_filtered[1] == key:
+        return _last_filtered[2]
+    kept = [s for s in symbols if jit.find(s.start) is not None]
+    _last_filtered[:] = [symbols, key, kept]
+    return kept
+
+
 class RegionMap:
     """Answers address questions for one stop of one process."""
 
@@ -80,6 +95,12 @@ class RegionMap:
         self.jit = _SortedRanges(
             Region(m.start, m.end, source, m.path) for m in mappings
             if m.executable and m.anonymous and m.start not in skip)
+        # A perf map's line naming memory that is no JIT code here (unmapped, a file's
+        # code, data) is left over from code freed since or from another process with
+        # the same pid: it would make ordinary frames look like JIT code.  Kept all
+        # when the mappings are unknown.
+        if len(self.mappings):
+            symbols = _in_jit_code(symbols, self.jit)
         self.symbols = _SortedRanges(symbols)
         self.registered = _SortedRanges(registered)
         # Results worth keeping for this stop, e.g. decoded function starts by pc: a

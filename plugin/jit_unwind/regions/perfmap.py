@@ -1,7 +1,7 @@
 """Read perf maps (/tmp/perf-PID.map): ``START SIZE NAME`` per line, hex numbers."""
 
 import os
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from ..model import Region
 
@@ -48,3 +48,49 @@ def read_perf_map(pid: int) -> List[Region]:
         return []
     _cache[path] = (key, entries)
     return entries
+
+
+# A perf map written more than this after the core file (or modified last more than this
+# before the process started) belongs to another process: file times are exact to the
+# nanosecond, a process's start time only to the clock tick and boot time's second.
+STALE_SLACK = 2.0
+
+
+def stale_perf_map(pid: int, core_file: Optional[str] = None) -> str:
+    """Why the perf map of ``pid`` describes another process, or "" when it may be this
+    one's.  Pids are reused, and a perf map outlives its process: a map written after
+    the core file was dumped is not that core's (its lines may name code mapped later,
+    at the same addresses), and a live process cannot have written a map last modified
+    before it started."""
+    path = perf_map_path(pid)
+    try:
+        written = os.stat(path).st_mtime
+    except OSError:
+        return ""
+    if core_file:
+        try:
+            dumped = os.stat(core_file).st_mtime
+        except OSError:
+            return ""
+        if written > dumped + STALE_SLACK:
+            return (f"{path} was written after the core file: it is another process's, "
+                    "its names are not used")
+        return ""
+    started = process_start_time(pid)
+    if started is not None and written < started - STALE_SLACK:
+        return (f"{path} is older than process {pid}: an earlier process with the same "
+                "pid left it, its names are not used")
+    return ""
+
+
+def process_start_time(pid: int) -> Optional[float]:
+    """When the local process ``pid`` started (seconds since the epoch), from /proc."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            fields = handle.read().rpartition(")")[2].split()
+        ticks = int(fields[19])  # field 22, starttime: clock ticks after boot
+        with open("/proc/stat", encoding="ascii", errors="replace") as handle:
+            boot = next(int(line.split()[1]) for line in handle if line.startswith("btime"))
+        return boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
