@@ -70,12 +70,21 @@ class _SortedRanges:
 _last_filtered: list = [None, None, None]
 
 
-def _in_jit_code(symbols: Sequence[Region], jit: _SortedRanges) -> List[Region]:
-    """The entries of ``symbols`` that start in JIT code (one of ``jit``'s regions)."""
-    key = (len(symbols), tuple((r.start, r.end) for r in jit))
+def _current_entries(symbols: Sequence[Region], jit: Optional[_SortedRanges]) -> List[Region]:
+    """The entries of ``symbols`` that may describe code there now: not those a later
+    entry at the same start covers (a JIT freed code and put other code there), and
+    only those starting in JIT code (one of ``jit``'s regions) unless ``jit`` is None."""
+    key = (len(symbols), tuple((r.start, r.end) for r in jit) if jit is not None else None)
     if _last_filtered[0] is symbols and _last_filtered[1] == key:
         return _last_filtered[2]
-    kept = [s for s in symbols if jit.find(s.start) is not None]
+    latest = {}  # start -> the latest entry there
+    for entry in symbols:
+        known = latest.get(entry.start)
+        if known is None or entry.sequence >= known.sequence:
+            latest[entry.start] = entry
+    kept = [s for s in symbols
+            if (s is latest[s.start] or s.end > latest[s.start].end)
+            and (jit is None or jit.find(s.start) is not None)]
     _last_filtered[:] = [symbols, key, kept]
     return kept
 
@@ -98,9 +107,8 @@ class RegionMap:
         # A perf map's line naming memory that is no JIT code here (unmapped, a file's
         # code, data) is left over from code freed since or from another process with
         # the same pid: it would make ordinary frames look like JIT code.  Kept all
-        # when the mappings are unknown.
-        if len(self.mappings):
-            symbols = _in_jit_code(symbols, self.jit)
+        # when the mappings are unknown.  Lines superseded at their start are dropped.
+        symbols = _current_entries(symbols, self.jit if len(self.mappings) else None)
         self.symbols = _SortedRanges(symbols)
         self.registered = _SortedRanges(registered)
         # Results worth keeping for this stop, e.g. decoded function starts by pc: a
