@@ -5,9 +5,10 @@ from typing import Dict, List, Optional, Tuple
 
 from ..model import Region
 
-# Parsed maps keyed by path, kept while the file's size and mtime stay the same: a
-# V8 or CPython perf map can have many thousands of lines and only grows.
-_cache: Dict[str, Tuple[Tuple[int, float], List[Region]]] = {}
+# Parsed maps keyed by path, kept while the file stays the same (inode, size, mtime in
+# ns): a V8 or CPython perf map can have many thousands of lines and only grows, and
+# a new process with the same pid writes a new file.
+_cache: Dict[str, Tuple[Tuple[int, int, int, int], List[Region]]] = {}
 
 
 def perf_map_path(pid: int) -> str:
@@ -37,7 +38,7 @@ def read_perf_map(pid: int) -> List[Region]:
         stat = os.stat(path)
     except OSError:
         return []
-    key = (stat.st_size, stat.st_mtime)
+    key = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
     cached = _cache.get(path)
     if cached is not None and cached[0] == key:
         return cached[1]
