@@ -51,34 +51,34 @@ def read_perf_map(pid: int) -> List[Region]:
     return entries
 
 
-# A perf map written more than this after the core file (or modified last more than this
-# before the process started) belongs to another process: file times are exact to the
-# nanosecond, a process's start time only to the clock tick and boot time's second.
-STALE_SLACK = 2.0
+# A live process cannot have written a perf map last modified before it started; its
+# start time is known to the clock tick and boot time's second only, hence the slack.
+START_SLACK = 2.0
 
 
 def stale_perf_map(pid: int, core_file: Optional[str] = None) -> str:
     """Why the perf map of ``pid`` describes another process, or "" when it may be this
-    one's.  Pids are reused, and a perf map outlives its process: a map written after
-    the core file was dumped is not that core's (its lines may name code mapped later,
-    at the same addresses), and a live process cannot have written a map last modified
-    before it started."""
+    one's.  Pids are reused and a perf map outlives its process.  A core: a process
+    cannot write while it is being dumped, so a map modified after the core file was
+    written holds lines the core's process never wrote, or wrote later for code mapped
+    after the dump (perhaps at the same addresses): none is used.  A live process: a map
+    last modified before the process started was left by an earlier one."""
     path = perf_map_path(pid)
     try:
-        written = os.stat(path).st_mtime
+        written = os.stat(path).st_mtime_ns
     except OSError:
         return ""
     if core_file:
         try:
-            dumped = os.stat(core_file).st_mtime
+            dumped = os.stat(core_file).st_mtime_ns
         except OSError:
             return ""
-        if written > dumped + STALE_SLACK:
+        if written > dumped:
             return (f"{path} was written after the core file: it is another process's, "
-                    "its names are not used")
+                    "or holds lines for code mapped after the dump; its names are not used")
         return ""
     started = process_start_time(pid)
-    if started is not None and written < started - STALE_SLACK:
+    if started is not None and written / 1e9 < started - START_SLACK:
         return (f"{path} is older than process {pid}: an earlier process with the same "
                 "pid left it, its names are not used")
     return ""
