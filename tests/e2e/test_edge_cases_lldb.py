@@ -64,3 +64,20 @@ def test_program_without_python_or_jit_is_left_alone():
     names = lambda text: [f.function for f in parse_lldb_backtrace(text)]  # noqa: E731
     assert names(ours) == names(plain) != [], ours
     assert "[synthetic]" not in ours and "jit" not in ours.split("(lldb) process launch")[1]
+
+
+def test_python_stopped_before_start_up_and_after_finalization():
+    """Stopped at main (no interpreter yet) and in _PyRuntime_Finalize (none left): LLDB's
+    own frames, py-mixed-bt lists them with no Python frame, jit-regions finds none."""
+    output = run_lldb(["breakpoint set -n main", "process launch", "bt", "py-mixed-bt",
+                       "jit-regions", "breakpoint set -n _PyRuntime_Finalize",
+                       "process continue", "bt", "py-mixed-bt --all-threads", "jit-regions"],
+                      [_python("3.14"), "-c", "pass"])
+    start, end = output.split("(lldb) process continue", 1)
+    for part, innermost in ((start, "main"), (end, "_PyRuntime_Finalize")):
+        frames = parse_lldb_backtrace(part)
+        assert frames[0].function == innermost and frames[-1].function == "_start", part
+        mixed = part.split("(lldb) py-mixed-bt", 1)[1]
+        assert "[no Python]" in mixed and "[py]" not in mixed, mixed
+        assert re.search(rf"^#0\s+{innermost} at ", mixed, re.M), mixed
+        assert "No JIT regions" in part, part
