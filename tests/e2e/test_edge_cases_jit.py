@@ -4,6 +4,7 @@ code mapped at its address between two stops, two core files loaded one after th
 other from one path.  The toy JIT (tests/fixtures/toyjit.c) provides the code; names
 and unwinding are checked frame by frame with tests/toyjit_expect.py."""
 
+import json
 import os
 import re
 
@@ -189,3 +190,39 @@ def test_jit_code_freed_and_reused_between_two_stops(gdb, tmp_path, perf_map):
         assert "warning: /tmp/perf" not in second, second
     finally:
         remove_perf_map(output)
+
+
+def test_two_cores_of_different_programs_at_one_path(gdb, tmp_path):
+    """One session, one program path, two builds: a core of CPython 3.14 run as
+    ./python3, then that file replaced by CPython 3.13 and a core of it loaded with
+    ``file`` and ``core-file``: Python frames of each come from its own build (symbol
+    tables and sections are read again when the file at a path changed)."""
+    from tests.jit_python import CACHE, INTERPRETERS, fixture_python
+    from tests.python_expect import RECURSE, expected_recursion, python_frames_with_parents
+    import shutil
+    import subprocess
+
+    python = tmp_path / "python3"
+    cores = {}
+    for minor in ("3.14", "3.13"):
+        stripped = tmp_path / f"python{minor}"
+        shutil.copy(fixture_python(minor), stripped)
+        subprocess.run(["strip", str(stripped)], check=True)
+        shutil.copy(stripped, python)
+        cores[minor] = tmp_path / f"{minor}.core"
+        home = f"set environment PYTHONHOME={CACHE / INTERPRETERS[minor][0]}"
+        run_gdb(gdb, ["run", f"gcore {cores[minor]}"], [python, RECURSE], early=[home],
+                plugin=False)
+        assert cores[minor].exists()
+    shutil.copy(tmp_path / "python3.14", python)
+    output = run_gdb(gdb, ["py-mixed-bt", "echo SECOND-CORE\\n",
+                           f"shell cp {tmp_path / 'python3.13'} {python}", f"file {python}",
+                           f"core-file {cores['3.13']}", "py-mixed-bt --json"],
+                     [python], core=cores["3.14"])
+    first, second = output.split("SECOND-CORE\n", 1)
+    assert [e for e, _ in python_frames_with_parents(first, mixed=True)] == \
+        expected_recursion(3), output
+    document = json.loads(second[second.index("{"):second.rindex("}") + 1])
+    assert document["python_version"].startswith("3.13"), second
+    frames = [(f["function"], f["file"], f["line"]) for f in document["threads"][0]["python"]]
+    assert frames == expected_recursion(3), second
