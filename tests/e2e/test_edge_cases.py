@@ -82,7 +82,7 @@ def test_stopped_at_main_before_the_runtime_is_initialised(gdb, version):
 def test_stopped_at_the_first_instruction(gdb, version):
     """starti: the dynamic loader has not run yet; pyenv's libpython is not mapped."""
     python = _python(version)
-    output = _same_frames_as_plain_gdb(gdb, ["starti"], [python, "-c", "pass"])
+    _same_frames_as_plain_gdb(gdb, ["starti"], [python, "-c", "pass"])
     output = run_gdb(gdb, ["starti", "py-mixed-bt", "info jit-regions"],
                      [python, "-c", "pass"])
     if version in INTERPRETERS:  # _PyRuntime is in the executable, statically set up
@@ -273,9 +273,8 @@ def test_stripped_toy_jit(gdb, tmp_path, mode):
     assert len(jit) == {"fp": 3, "frameless": 6, "mixed": 4}[mode], ours
     assert "__libc_start_main_impl" in names, ours  # through every JIT frame to the start
     assert not any("unwind stopped" in name or "guess" in name for name in names), ours
-    plain_true = [n for n in _true_frames(plain)]
-    assert len([n for n in _true_frames(ours) if not n.startswith("[jit")]) >= \
-        len(plain_true), f"{ours}\n---- plain GDB:\n{plain}"
+    native = [name for name in _true_frames(ours) if not name.startswith("[jit")]
+    assert len(native) >= len(_true_frames(plain)), f"{ours}\n---- plain GDB:\n{plain}"
 
 
 @pytest.mark.parametrize("version", ["3.14", "3.12.1"])

@@ -7,9 +7,13 @@ and unwinding are checked frame by frame with tests/toyjit_expect.py."""
 import json
 import os
 import re
+import shutil
+import subprocess
 
 import pytest
 
+from tests.jit_python import CACHE, INTERPRETERS, fixture_python
+from tests.python_expect import RECURSE, expected_recursion, python_frames_with_parents
 from tests.support import (PRINT_PID, fixture_binary, parse_backtrace, remove_perf_map,
                            run_gdb)
 from tests.toyjit_expect import check_backtrace
@@ -197,11 +201,6 @@ def test_two_cores_of_different_programs_at_one_path(gdb, tmp_path):
     ./python3, then that file replaced by CPython 3.13 and a core of it loaded with
     ``file`` and ``core-file``: Python frames of each come from its own build (symbol
     tables and sections are read again when the file at a path changed)."""
-    from tests.jit_python import CACHE, INTERPRETERS, fixture_python
-    from tests.python_expect import RECURSE, expected_recursion, python_frames_with_parents
-    import shutil
-    import subprocess
-
     python = tmp_path / "python3"
     cores = {}
     for minor in ("3.14", "3.13"):
