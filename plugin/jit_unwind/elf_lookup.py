@@ -6,13 +6,26 @@ through the expression evaluator may need the very frame being unwound) or impos
 mappings say where each file is loaded.
 """
 
+import os
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from .regions import Mapping
 
-# Opened files, by path: (ELFFile or None, [(p_vaddr, p_offset)] of PT_LOADs).
-_files: Dict[str, Tuple[object, List[Tuple[int, int]]]] = {}
+# Opened files, by path: (identity, ELFFile or None, [(p_vaddr, p_offset)] of PT_LOADs).
+# The identity (see file_identity) tells a file rebuilt or replaced at the same path
+# (a second core file loaded in one session maps other builds) from the one opened.
+_files: Dict[str, Tuple[object, object, List[Tuple[int, int]]]] = {}
 _have_pyelftools: Optional[bool] = None
+
+
+def file_identity(path: str) -> Optional[Tuple[int, int, int, int]]:
+    """(device, inode, size, mtime in ns) of ``path``, None when it cannot be read:
+    what tells one file at a path from another put there later."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns
 
 
 def have_pyelftools() -> bool:
@@ -29,19 +42,28 @@ def have_pyelftools() -> bool:
 
 
 def _elf(path: str):
-    """pyelftools' view of ``path`` (kept open; mapped files do not change under us)."""
-    if path not in _files:
-        if not have_pyelftools():
-            return None, []  # not cached: the answer is "cannot tell", not "no symbol"
+    """pyelftools' view of ``path``, kept open while the file at that path stays the
+    same one."""
+    identity = file_identity(path)
+    cached = _files.get(path)
+    if cached is not None and cached[0] == identity:
+        return cached[1], cached[2]
+    if not have_pyelftools():
+        return None, []  # not cached: the answer is "cannot tell", not "no symbol"
+    if cached is not None and cached[1] is not None:
         try:
-            from elftools.elf.elffile import ELFFile
-            elf = ELFFile(open(path, "rb"))  # noqa: SIM115 - kept for later lookups
-            loads = [(seg["p_vaddr"], seg["p_offset"]) for seg in elf.iter_segments()
-                     if seg["p_type"] == "PT_LOAD"]
-            _files[path] = (elf, loads)
-        except Exception:  # not ELF, unreadable: no answer
-            _files[path] = (None, [])
-    return _files[path]
+            cached[1].stream.close()
+        except Exception:
+            pass
+    try:
+        from elftools.elf.elffile import ELFFile
+        elf = ELFFile(open(path, "rb"))  # noqa: SIM115 - kept for later lookups
+        loads = [(seg["p_vaddr"], seg["p_offset"]) for seg in elf.iter_segments()
+                 if seg["p_type"] == "PT_LOAD"]
+    except Exception:  # not ELF, unreadable: no answer
+        elf, loads = None, []
+    _files[path] = (identity, elf, loads)
+    return elf, loads
 
 
 def load_bias(mapping: Mapping, loads) -> Optional[int]:

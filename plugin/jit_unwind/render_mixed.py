@@ -78,9 +78,12 @@ def _native_json(frame: MixedFrame) -> Dict:
 
 
 def to_json(threads: List[MixedThread], python_version: Optional[str],
-            python_only: bool = False) -> str:
-    """One JSON document (schema: docs/py-mixed-bt.schema.json)."""
+            python_only: bool = False, note: str = "") -> str:
+    """One JSON document (schema: docs/py-mixed-bt.schema.json); ``note`` says when the
+    runtime is not initialised yet, finalizing or finalized."""
     document = {"format": FORMAT, "python_version": python_version, "threads": []}
+    if note:
+        document["runtime_note"] = note
     for thread in threads:
         python = thread.python
         item = {"number": thread.number, "lwp": thread.lwp, "name": thread.name,

@@ -77,7 +77,12 @@ def py_mixed_bt(process: Process, cache: StopCache, argv: List[str],
             names = {}
         mixed = [_mixed_thread(thread, cache, options.python_only, names)
                  for thread in threads if thread is not None]
+    try:
+        note = runtime.lifecycle_note() if runtime is not None else ""
+    except Exception:  # a note is a bonus
+        note = ""
     if options.json:
         return to_json(mixed, str(runtime.version) if runtime is not None else None,
-                       options.python_only)
-    return render_text(mixed, options.python_only, show_method)
+                       options.python_only, note)
+    text = render_text(mixed, options.python_only, show_method)
+    return f"note: {note}\n{text}" if note else text

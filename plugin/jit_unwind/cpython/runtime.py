@@ -17,7 +17,7 @@ bounded and a read that fails ends that list with a reason instead of raising.
 """
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, List, Optional, Tuple
 
 from ..target import Memory, MemoryReadError
@@ -317,6 +317,30 @@ class CPythonRuntime:
             result.append(PyInterpreter(interp, interp_id, threads, reason))
         return result
 
+    def lifecycle_note(self) -> str:
+        """One line for the user when the runtime is not running Python normally: not
+        initialised yet (no interpreter, e.g. stopped at ``main``), finalizing (in
+        ``Py_FinalizeEx``) or finalized (no interpreter left); "" otherwise.  3.13+ tell
+        the last two apart by ``_PyRuntime._finalizing`` (from ``_Py_DebugOffsets``)."""
+        head = self.memory.try_read_u64(self.address + self.layout.runtime_interpreters_head)
+        if head is None:
+            return ""  # interpreters() says what could not be read
+        finalizing = None
+        offsets = self.layout.debug_offsets or {}
+        offset = offsets.get("runtime_state.finalizing")
+        if offset and offset % 8 == 0 and offset + 8 <= offsets.get("runtime_state.size", 0):
+            finalizing = self.memory.try_read_u64(self.address + offset)
+        if not head:
+            if finalizing:
+                return "CPython has finalized its runtime: no interpreter is left"
+            if finalizing == 0:
+                return "the CPython runtime is not initialised yet: no interpreter exists"
+            return ("the CPython runtime has no interpreter: it is not initialised yet, "
+                    "or already finalized")
+        if finalizing:
+            return "CPython is finalizing: threads and frames may be partly torn down"
+        return ""
+
     def interpreters_stop_reason(self) -> str:
         """Why :meth:`interpreters` may be incomplete ("" when it is not)."""
         return self.interpreter_addresses()[1]
@@ -327,12 +351,23 @@ class CPythonRuntime:
 
     def thread_by_native_id(self, native_thread_id: int) -> Optional[PyThread]:
         """The Python thread running on LWP ``native_thread_id`` (as debuggers number
-        threads), None when that LWP runs no Python thread state."""
+        threads), None when that LWP runs no Python thread state.
+
+        An OS thread that runs code in a subinterpreter has a thread state in each
+        interpreter it entered, all with its native id: their frames are joined, newest
+        interpreter first (the list's order; a subinterpreter's frames are newer than
+        those of the code that entered it), so that no Python frame is lost."""
+        found: List[PyThread] = []
         addresses, _ = self.interpreter_addresses()
         for interp in addresses:
             for tstate in self.thread_state_addresses(interp)[0]:
                 native = self.memory.try_read_u64(tstate + self.layout.tstate_native_thread_id)
                 if native == native_thread_id:
-                    return self.read_thread(tstate, self._interpreter_id(interp),
-                                            self._gil(interp))
-        return None
+                    found.append(self.read_thread(tstate, self._interpreter_id(interp),
+                                                  self._gil(interp)))
+        if len(found) <= 1:
+            return found[0] if found else None
+        running = [thread for thread in found if thread.frames] or found[:1]
+        first = running[0]
+        return replace(first, frames=tuple(f for t in running for f in t.frames),
+                       stop_reason=running[-1].stop_reason)

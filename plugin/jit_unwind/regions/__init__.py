@@ -65,6 +65,30 @@ class _SortedRanges:
         return len(self.items)
 
 
+# The last perf map filtered, with the JIT mappings it was filtered by: a perf map can
+# have many thousands of lines, and neither changes between most stops.
+_last_filtered: list = [None, None, None]
+
+
+def _current_entries(symbols: Sequence[Region], jit: Optional[_SortedRanges]) -> List[Region]:
+    """The entries of ``symbols`` that may describe code there now: not those a later
+    entry at the same start covers (a JIT freed code and put other code there), and
+    only those starting in JIT code (one of ``jit``'s regions) unless ``jit`` is None."""
+    key = (len(symbols), tuple((r.start, r.end) for r in jit) if jit is not None else None)
+    if _last_filtered[0] is symbols and _last_filtered[1] == key:
+        return _last_filtered[2]
+    latest = {}  # start -> the latest entry there
+    for entry in symbols:
+        known = latest.get(entry.start)
+        if known is None or entry.sequence >= known.sequence:
+            latest[entry.start] = entry
+    kept = [s for s in symbols
+            if (s is latest[s.start] or s.end > latest[s.start].end)
+            and (jit is None or jit.find(s.start) is not None)]
+    _last_filtered[:] = [symbols, key, kept]
+    return kept
+
+
 class RegionMap:
     """Answers address questions for one stop of one process."""
 
@@ -80,6 +104,11 @@ class RegionMap:
         self.jit = _SortedRanges(
             Region(m.start, m.end, source, m.path) for m in mappings
             if m.executable and m.anonymous and m.start not in skip)
+        # A perf map's line naming memory that is no JIT code here (unmapped, a file's
+        # code, data) is left over from code freed since or from another process with
+        # the same pid: it would make ordinary frames look like JIT code.  Kept all
+        # when the mappings are unknown.  Lines superseded at their start are dropped.
+        symbols = _current_entries(symbols, self.jit if len(self.mappings) else None)
         self.symbols = _SortedRanges(symbols)
         self.registered = _SortedRanges(registered)
         # Code a JIT described with its own unwind tables (jitdump unwinding records).

@@ -100,15 +100,20 @@ def _file_perms(path: str, offset: int, size: int) -> str:
     return "r--p"
 
 
-_segment_cache: Dict[str, List[Tuple[int, int, int]]] = {}
+_segment_cache: Dict[str, Tuple[object, List[Tuple[int, int, int]]]] = {}
 
 
 def _load_segments(path: str) -> List[Tuple[int, int, int]]:
-    """(file offset, file size, flags) of each PT_LOAD of an ELF file, cached."""
-    if path not in _segment_cache:
+    """(file offset, file size, flags) of each PT_LOAD of an ELF file, cached while the
+    file at ``path`` stays the same one."""
+    from ..elf_lookup import file_identity
+    identity = file_identity(path)
+    cached = _segment_cache.get(path)
+    if cached is None or cached[0] != identity:
         from elftools.elf.elffile import ELFFile
         with open(path, "rb") as handle:
-            _segment_cache[path] = [
-                (seg["p_offset"], seg["p_filesz"], seg["p_flags"])
-                for seg in ELFFile(handle).iter_segments() if seg["p_type"] == "PT_LOAD"]
-    return _segment_cache[path]
+            segments = [(seg["p_offset"], seg["p_filesz"], seg["p_flags"])
+                        for seg in ELFFile(handle).iter_segments()
+                        if seg["p_type"] == "PT_LOAD"]
+        cached = _segment_cache[path] = (identity, segments)
+    return cached[1]

@@ -9,7 +9,7 @@ from ..model import Region
 from . import Mapping, RegionMap
 from .corefile import read_core_mappings
 from .jit_interface import read_jit_interface
-from .perfmap import read_perf_map
+from .perfmap import read_perf_map, stale_perf_map
 from .procmaps import read_proc_maps
 
 
@@ -47,7 +47,13 @@ def build_region_map(process) -> Tuple[RegionMap, str]:
         return RegionMap(), "no process"
     kind = process.connection()
     mappings, not_jit, problem = _mappings(process, kind)
-    return RegionMap(mappings, read_perf_map(pid), (), not_jit,
+    perf_map = read_perf_map(pid)
+    if perf_map and kind in ("core", "native"):  # /proc and /tmp are this machine's
+        stale = stale_perf_map(pid, process.core_file() if kind == "core" else None)
+        if stale:
+            perf_map = []
+            problem = f"{problem}; {stale}" if problem else stale
+    return RegionMap(mappings, perf_map, (), not_jit,
                      source="core" if kind in CORE_KINDS else "maps"), problem
 
 

@@ -1,13 +1,14 @@
 """Read perf maps (/tmp/perf-PID.map): ``START SIZE NAME`` per line, hex numbers."""
 
 import os
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from ..model import Region
 
-# Parsed maps keyed by path, kept while the file's size and mtime stay the same: a
-# V8 or CPython perf map can have many thousands of lines and only grows.
-_cache: Dict[str, Tuple[Tuple[int, float], List[Region]]] = {}
+# Parsed maps keyed by path, kept while the file stays the same (inode, size, mtime in
+# ns): a V8 or CPython perf map can have many thousands of lines and only grows, and
+# a new process with the same pid writes a new file.
+_cache: Dict[str, Tuple[Tuple[int, int, int, int], List[Region]]] = {}
 
 
 def perf_map_path(pid: int) -> str:
@@ -37,7 +38,7 @@ def read_perf_map(pid: int) -> List[Region]:
         stat = os.stat(path)
     except OSError:
         return []
-    key = (stat.st_size, stat.st_mtime)
+    key = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
     cached = _cache.get(path)
     if cached is not None and cached[0] == key:
         return cached[1]
@@ -48,3 +49,49 @@ def read_perf_map(pid: int) -> List[Region]:
         return []
     _cache[path] = (key, entries)
     return entries
+
+
+# A live process cannot have written a perf map last modified before it started; its
+# start time is known to the clock tick and boot time's second only, hence the slack.
+START_SLACK = 2.0
+
+
+def stale_perf_map(pid: int, core_file: Optional[str] = None) -> str:
+    """Why the perf map of ``pid`` describes another process, or "" when it may be this
+    one's.  Pids are reused and a perf map outlives its process.  A core: a process
+    cannot write while it is being dumped, so a map modified after the core file was
+    written holds lines the core's process never wrote, or wrote later for code mapped
+    after the dump (perhaps at the same addresses): none is used.  A live process: a map
+    last modified before the process started was left by an earlier one."""
+    path = perf_map_path(pid)
+    try:
+        written = os.stat(path).st_mtime_ns
+    except OSError:
+        return ""
+    if core_file:
+        try:
+            dumped = os.stat(core_file).st_mtime_ns
+        except OSError:
+            return ""
+        if written > dumped:
+            return (f"{path} was written after the core file: it is another process's, "
+                    "or holds lines for code mapped after the dump; its names are not used")
+        return ""
+    started = process_start_time(pid)
+    if started is not None and written / 1e9 < started - START_SLACK:
+        return (f"{path} is older than process {pid}: an earlier process with the same "
+                "pid left it, its names are not used")
+    return ""
+
+
+def process_start_time(pid: int) -> Optional[float]:
+    """When the local process ``pid`` started (seconds since the epoch), from /proc."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            fields = handle.read().rpartition(")")[2].split()
+        ticks = int(fields[19])  # field 22, starttime: clock ticks after boot
+        with open("/proc/stat", encoding="ascii", errors="replace") as handle:
+            boot = next(int(line.split()[1]) for line in handle if line.startswith("btime"))
+        return boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
