@@ -125,37 +125,42 @@ def symbol_address(mappings: Iterable[Mapping], name: str,
     return None
 
 
-_symtabs: Dict[str, object] = {}
+# path -> (the ELFFile it was read from, section): a file replaced at that path gets a
+# new ELFFile (see _elf), and the old one's sections read a closed stream.
+_symtabs: Dict[str, Tuple[object, object]] = {}
 
 
 def _symtab(path: str, elf):
     """The file's ``.symtab``, kept: pyelftools builds its name index once per section
     object (every symbol parsed, about a second for libpython), and hands out a new
     object for each ``get_section_by_name``."""
-    if path not in _symtabs:
-        _symtabs[path] = elf.get_section_by_name(".symtab")
-    return _symtabs[path]
+    cached = _symtabs.get(path)
+    if cached is None or cached[0] is not elf:
+        cached = _symtabs[path] = (elf, elf.get_section_by_name(".symtab"))
+    return cached[1]
 
 
 def _defined(symbol) -> bool:
     return bool(symbol["st_value"]) and symbol["st_shndx"] != "SHN_UNDEF"
 
 
-_hash_tables: Dict[str, object] = {}
+_hash_tables: Dict[str, Tuple[object, object]] = {}  # as _symtabs
 
 
 def _hash_table(path: str, elf):
     """The file's symbol hash table (.gnu.hash, else .hash), kept: pyelftools makes a new
     section object, reading the table's header and Bloom filter, for every
     ``get_section_by_name`` (milliseconds per lookup and file, dozens per stop)."""
-    if path not in _hash_tables:
-        _hash_tables[path] = None
+    cached = _hash_tables.get(path)
+    if cached is None or cached[0] is not elf:
+        found = None
         for table in (".gnu.hash", ".hash"):
             section = elf.get_section_by_name(table)
             if section is not None and hasattr(section, "get_symbol"):
-                _hash_tables[path] = section
+                found = section
                 break
-    return _hash_tables[path]
+        cached = _hash_tables[path] = (elf, found)
+    return cached[1]
 
 
 def _exported_symbol(path: str, elf, name: str):

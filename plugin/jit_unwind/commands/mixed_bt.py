@@ -78,7 +78,8 @@ def py_mixed_bt(process: Process, cache: StopCache, argv: List[str],
         mixed = [_mixed_thread(thread, cache, options.python_only, names)
                  for thread in threads if thread is not None]
     try:
-        note = runtime.lifecycle_note() if runtime is not None else ""
+        # Without a runtime, say why (e.g. libpython is not loaded yet at `starti`).
+        note = runtime.lifecycle_note() if runtime is not None else reason
     except Exception:  # a note is a bonus
         note = ""
     if options.json:
