@@ -60,11 +60,14 @@ def _same_frames_as_plain_gdb(gdb, commands, program, early=()):
 
 # -- start-up and finalization ----------------------------------------------------------
 
+@pytest.mark.parametrize("function", ["main", "_PyRuntime_Initialize",
+                                      "Py_InitializeFromConfig"])
 @pytest.mark.parametrize("version", ["3.14", "3.12.1"])
-def test_stopped_at_main_before_the_runtime_is_initialised(gdb, version):
+def test_stopped_before_the_runtime_is_initialised(gdb, version, function):
     python = _python(version)
-    commands = [PENDING, "break main", "run"]
-    _same_frames_as_plain_gdb(gdb, commands, [python, "-c", "pass"])
+    commands = [PENDING, f"break {function}", "run"]
+    bt = _same_frames_as_plain_gdb(gdb, commands, [python, "-c", "pass"])
+    assert _names(bt)[0] == function, bt
     output = run_gdb(gdb, [*commands, "py-mixed-bt", "info jit-regions",
                            "echo JSON-FOLLOWS\\n", "py-mixed-bt --json"],
                      [python, "-c", "pass"])
