@@ -85,6 +85,20 @@ def parse_lldb_backtrace(output: str) -> List[LldbFrame]:
     return frames
 
 
+# What LLDB lists after main (it has no "backtrace past-main off").
+AFTER_MAIN = {"__libc_start_call_main", "__libc_start_main_impl", "_start"}
+
+
+def frames_to_main(output: str) -> List[LldbFrame]:
+    """The frames of the last bt up to main; checks that those after it are libc's."""
+    frames = parse_lldb_backtrace(output)
+    names = [f.function for f in frames]
+    assert "main" in names, output
+    end = names.index("main") + 1
+    assert set(names[end:]) <= AFTER_MAIN, output
+    return frames[:end]
+
+
 def _main(spec) -> None:
     import time
 

@@ -8,22 +8,10 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.test_edge_cases import SUBINTERPRETER, _python
-from tests.lldb_driver import parse_lldb_backtrace, run_lldb
+from tests.lldb_driver import frames_to_main, parse_lldb_backtrace, run_lldb
 from tests.python_expect import python_frames_with_parents
 from tests.support import fixture_binary
 from tests.toyjit_expect import check_backtrace
-
-AFTER_MAIN = {"__libc_start_call_main", "__libc_start_main_impl", "_start"}
-
-
-def _to_main(output):
-    frames = parse_lldb_backtrace(output)
-    names = [f.function for f in frames]
-    assert "main" in names, output
-    end = names.index("main") + 1
-    assert set(names[end:]) <= AFTER_MAIN, output
-    return frames[:end]
-
 
 def _remove_perf_maps(output):
     for pid in set(re.findall(r"Process (\d+) launched", output)):
@@ -37,8 +25,8 @@ def test_jit_code_freed_and_reused_between_two_stops(perf_map):
                        "jit-regions"], [fixture_binary("toyjit"), *args])
     try:
         first, second = output.split("(lldb) process continue", 1)
-        check_backtrace(_to_main(first), "fp", 1, perf_map, show_method=False)
-        check_backtrace(_to_main(second), "frameless", 1, perf_map, show_method=False)
+        check_backtrace(frames_to_main(first), "fp", 1, perf_map, show_method=False)
+        check_backtrace(frames_to_main(second), "frameless", 1, perf_map, show_method=False)
         if perf_map:
             assert "toy::jit_frameless" in second.split("(lldb) jit-regions", 1)[1], second
     finally:

@@ -7,24 +7,17 @@ from pathlib import Path
 
 import pytest
 
+from tests.lldb_driver import frames_to_main as lldb_frames_to_main
 from tests.lldb_driver import (LLDB_INIT, SELECT_EVERY_FRAME, WAIT_FOR_PROVIDER,
                                parse_lldb_backtrace, run_lldb)
 from tests.support import GDB_BINARIES, fixture_binary, run_gdb
 from tests.toyjit_expect import check_backtrace
 
-# What LLDB lists after main (it has no "backtrace past-main off").
-AFTER_MAIN = {"__libc_start_call_main", "__libc_start_main_impl", "_start"}
-
-
 def frames_to_main(output):
-    """The frames of the last bt up to main; checks that those after it are libc's."""
-    frames = parse_lldb_backtrace(output)
-    names = [f.function for f in frames]
-    assert "main" in names, output
-    end = names.index("main") + 1
-    assert set(names[end:]) <= AFTER_MAIN, output
+    """The frames of the last bt up to main, none of them ending a walk early."""
+    frames = lldb_frames_to_main(output)
     assert not any("unwind stopped" in f.line for f in frames), output
-    return frames[:end]
+    return frames
 
 
 def check_lldb_backtrace(output, mode, depth, perf_map):

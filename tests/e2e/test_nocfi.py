@@ -8,14 +8,14 @@ plugin loaded.  A program without such frames keeps GDB's own backtrace."""
 
 import pytest
 
-from tests.lldb_driver import WAIT_FOR_PROVIDER, parse_lldb_backtrace, run_lldb
+from tests.lldb_driver import WAIT_FOR_PROVIDER, run_lldb
+from tests.lldb_driver import frames_to_main as lldb_frames_to_main
 from tests.support import GDB_BINARIES, fixture_binary, parse_backtrace, run_gdb
 
 SHOW_METHOD = "set jit-unwind show-method on"
 NOCFI_FUNCTIONS = {"fp": "asm_fp_function", "frameless": "asm_frameless_function",
                    "c": "c_frameless_function"}
 MIXED_CYCLE = ("fp", "frameless", "c")  # nocfi.c's mixed mode, by depth % 3
-AFTER_MAIN = {"__libc_start_call_main", "__libc_start_main_impl", "_start"}
 
 
 JIT = "[jit"  # the --via-jit stub's frame: "[jit 0xSTART+0xOFFSET]"
@@ -108,15 +108,6 @@ def test_gdb_backtrace_without_such_frames_is_gdbs_own(gdb, case, show_method):
     without = run_gdb(gdb, commands, argv, plugin=False)
     lines = lambda text: [l for l in text.splitlines() if l.startswith("#")]  # noqa: E731
     assert lines(with_plugin) == lines(without) != [], with_plugin
-
-
-def lldb_frames_to_main(output):
-    frames = parse_lldb_backtrace(output)
-    names = [f.function for f in frames]
-    assert "main" in names, output
-    end = names.index("main") + 1
-    assert set(names[end:]) <= AFTER_MAIN, output
-    return frames[:end]
 
 
 @pytest.mark.parametrize("via_jit", [False, True], ids=["direct", "via-jit"])
