@@ -41,6 +41,16 @@ class JitUnwinder(Unwinder):
         self._memory = STATE.process.memory
         self._has_pc = hasattr(gdb.PendingFrame, "pc")
         self._frame_id_class = getattr(gdb.unwinder, "FrameId", None)
+        # The last architecture asked about, and whether it is x86-64: GDB keeps one
+        # gdb.Architecture object per architecture.
+        self._arch = None
+        self._arch_supported = False
+
+    def _supported(self, arch) -> bool:
+        if arch is not self._arch:
+            self._arch_supported = arch.name() == X86_64
+            self._arch = arch
+        return self._arch_supported
 
     def __call__(self, pending_frame):
         try:
@@ -48,13 +58,6 @@ class JitUnwinder(Unwinder):
         except Exception as error:  # never break the debugger's own unwinding
             debug_log(f"unwinder error: {error!r}")
             return None
-
-    @staticmethod
-    def _value(arch, number: int):
-        # A Python int becomes a 64-bit gdb.Value (long, or unsigned long long when
-        # larger), the size of every x86-64 register GDB checks it against; a .cast()
-        # to uint64 on top cost ~2.5 µs per register on GDB 13.
-        return gdb.Value(number)
 
     def _unwind(self, pending_frame):
         if self._has_pc:
@@ -80,7 +83,7 @@ class JitUnwinder(Unwinder):
         if regions.is_registered(lookup):
             return None
         arch = pending_frame.architecture()
-        if arch.name() != X86_64:
+        if not self._supported(arch):
             return None
         sp = int(pending_frame.read_register("rsp"))
 
@@ -88,8 +91,9 @@ class JitUnwinder(Unwinder):
 
         def read_register(name):
             value = pending_frame.read_register(name)
-            read[name] = (value, int(value))
-            return read[name][1]
+            number = int(value)
+            read[name] = (value, number)
+            return number
 
         UnwindContext, unwind_jit_frame, _ = _strategies()
         ctx = UnwindContext(pc, sp, self._memory, regions, read_register, innermost,
@@ -98,13 +102,13 @@ class JitUnwinder(Unwinder):
         STATE.record(pc, sp, result)
         debug_log(lambda: f"frame #{level} pc={pc:#x} sp={sp:#x}: {result}")
 
-        return self._unwind_info(pending_frame, arch, result, sp, pc, read)
+        return self._unwind_info(pending_frame, result, sp, pc, read)
 
     def _unwind_nocfi(self, pending_frame, regions, nocfi, pc, innermost):
         """A frame in a mapped file's code without CFI: our exact strategies, else
         None and GDB's own heuristics, as without us."""
         arch = pending_frame.architecture()
-        if arch.name() != X86_64:
+        if not self._supported(arch):
             return None
         sp = int(pending_frame.read_register("rsp"))
 
@@ -121,31 +125,35 @@ class JitUnwinder(Unwinder):
         if result is None:
             return None
         STATE.record(pc, sp, result)
-        return self._unwind_info(pending_frame, arch, result, sp, pc, {})
+        return self._unwind_info(pending_frame, result, sp, pc, {})
 
-    def _unwind_info(self, pending_frame, arch, result, sp, pc, read):
+    def _unwind_info(self, pending_frame, result, sp, pc, read):
         """``read``: name -> (gdb.Value, int) of the registers the strategies read."""
         id_sp = result.cfa if result.cfa is not None else sp
         id_pc = result.frame_start if result.frame_start is not None else pc
+        # A Python int becomes a 64-bit gdb.Value (long, or unsigned long long when
+        # larger), the size of every x86-64 register GDB checks it against; a .cast()
+        # to uint64 on top cost ~2.5 µs per register on GDB 13.
+        value = gdb.Value
         if self._frame_id_class is not None:
             frame_id = self._frame_id_class(id_sp, id_pc)
         else:
-            frame_id = _FrameId(self._value(arch, id_sp), self._value(arch, id_pc))
+            frame_id = _FrameId(value(id_sp), value(id_pc))
         info = pending_frame.create_unwind_info(frame_id)
+        add = info.add_saved_register
         if result.ends_walk:
             if self._has_pc:
                 return info  # no saved pc: GDB ends the backtrace at this frame
             # GDB 13's frame iterator raises on a frame without a saved pc, and the
             # whole backtrace is lost; a zero pc ends the walk there too ("zero PC")
             # and the frame filter hides that last, empty frame.
-            info.add_saved_register("rip", self._value(arch, 0))
-            info.add_saved_register("rsp", self._value(arch, id_sp))
+            add("rip", value(0))
+            add("rsp", value(id_sp))
             return info
-        info.add_saved_register("rip", self._value(arch, result.caller_pc))
-        info.add_saved_register("rsp", self._value(arch, result.caller_sp))
-        for name, value in result.saved.items():
+        add("rip", value(result.caller_pc))
+        add("rsp", value(result.caller_sp))
+        for name, saved in result.saved.items():
             # A register passed through unchanged: GDB's own value, no new one.
             known = read.get(name)
-            info.add_saved_register(name, known[0] if known is not None and known[1] == value
-                                    else self._value(arch, value))
+            add(name, known[0] if known is not None and known[1] == saved else value(saved))
         return info

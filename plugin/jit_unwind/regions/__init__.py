@@ -44,9 +44,18 @@ class _SortedRanges:
     def __init__(self, items: Iterable):
         self.items = sorted(items, key=lambda item: (item.start, -item.end))
         self._starts = [item.start for item in self.items]
+        # Most lists never overlap (mappings, one JIT's regions): then the entry
+        # before ``address`` is the only candidate, with no look-back.
+        self._disjoint = all(before.end <= after.start
+                             for before, after in zip(self.items, self.items[1:]))
 
     def find(self, address: int):
         index = bisect.bisect_right(self._starts, address) - 1
+        if self._disjoint:
+            if index < 0:
+                return None
+            item = self.items[index]
+            return item if address < item.end else None
         # Entries may overlap (a JIT reuses memory, or a perf map still holds lines of
         # a dead process with the same pid): the latest entry holding the address wins.
         # Bounded: look back a few entries only.

@@ -1,6 +1,6 @@
 """What every unwind strategy gets: one frame's pc and sp, memory, regions, registers."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterator, Optional, Tuple
 
 from ..model import Region
@@ -24,6 +24,8 @@ class UnwindContext:
     # The function holding the pc when it is not JIT code but code without CFI in a
     # mapped file, from that file's symbols (regions/nocfi.py).
     function: Optional[Region] = None
+    # (symbol(),) once looked up: the strategies ask for it several times per frame.
+    _symbol: Optional[tuple] = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def lookup_pc(self) -> int:
@@ -41,7 +43,10 @@ class UnwindContext:
         symbol of code without CFI."""
         if self.function is not None:
             return self.function
-        return self.regions.symbol_at(self.lookup_pc)
+        symbol = self._symbol
+        if symbol is None:
+            symbol = self._symbol = (self.regions.symbol_at(self.lookup_pc),)
+        return symbol[0]
 
     def region(self) -> Optional[Region]:
         return self.regions.jit_region_at(self.lookup_pc)

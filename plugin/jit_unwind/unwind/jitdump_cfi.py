@@ -67,11 +67,20 @@ def row_at(eh_frame: bytes, address: int, pc: int):
     return None
 
 
-def unwind_jitdump_cfi(ctx: UnwindContext) -> Optional[Unwound]:
+def _record_and_row(ctx: UnwindContext):
     record = ctx.regions.unwind_record_at(ctx.lookup_pc)
     if record is None or record.unwinding is None:
-        return None
-    row = row_at(record.unwinding.eh_frame, record.eh_frame_address, ctx.lookup_pc)
+        return None, None
+    return record, row_at(record.unwinding.eh_frame, record.eh_frame_address, ctx.lookup_pc)
+
+
+def jitdump_cfi_applies(ctx: UnwindContext) -> bool:
+    """Whether a jitdump unwind table has a row for this frame's pc (per pc)."""
+    return _record_and_row(ctx)[1] is not None
+
+
+def unwind_jitdump_cfi(ctx: UnwindContext) -> Optional[Unwound]:
+    record, row = _record_and_row(ctx)
     if row is None:
         return None
     registers = {"rsp": ctx.sp, "rip": ctx.pc}

@@ -37,11 +37,28 @@ def decode_from(ctx: UnwindContext, start: int, pc: int) -> Optional[PrologueSta
         return None
 
 
+def decoded_from(ctx: UnwindContext, start: int, pc: int) -> Optional[PrologueState]:
+    """:func:`decode_from`, remembered per start and pc for this stop (a recursion
+    through JIT code returns to the same few addresses thousands of times)."""
+    key = ("decoded", start, pc)
+    memo = ctx.regions.memo
+    if key not in memo:
+        memo[key] = decode_from(ctx, start, pc)
+    return memo[key]
+
+
+def known_start_applies(ctx: UnwindContext) -> bool:
+    """Whether :func:`unwind_known_start` can answer at this frame's pc at all (per
+    pc: a named start whose code decodes up to the pc)."""
+    symbol = ctx.symbol()
+    return _known_start(ctx, symbol) and decoded_from(ctx, symbol.start, ctx.pc) is not None
+
+
 def unwind_known_start(ctx: UnwindContext) -> Optional[Unwound]:
     symbol = ctx.symbol()
     if not _known_start(ctx, symbol):
         return None
-    state = decode_from(ctx, symbol.start, ctx.pc)
+    state = decoded_from(ctx, symbol.start, ctx.pc)
     if state is None:
         return None
     return unwind_with_prologue(ctx, state, symbol.start, "prologue")
@@ -87,15 +104,27 @@ def search_function_start(ctx: UnwindContext, pc: int) -> Optional[Tuple[int, Pr
     return best
 
 
-def unwind_prologue_search(ctx: UnwindContext) -> Optional[Unwound]:
+def _searched_start(ctx: UnwindContext) -> Optional[Tuple[int, PrologueState]]:
     if _known_start(ctx, ctx.symbol()):
         return None  # the "prologue" strategy already decoded from the known start
     found = find_function_start(ctx, ctx.pc)
     if found is None:
         return None
-    start, state = found
-    if state.depth == 0 and not state.calls:
+    if found[1].depth == 0 and not found[1].calls:
         return None  # nothing decoded proves anything about this frame
+    return found
+
+
+def prologue_search_applies(ctx: UnwindContext) -> bool:
+    """Whether :func:`unwind_prologue_search` can answer at this frame's pc at all."""
+    return _searched_start(ctx) is not None
+
+
+def unwind_prologue_search(ctx: UnwindContext) -> Optional[Unwound]:
+    found = _searched_start(ctx)
+    if found is None:
+        return None
+    start, state = found
     return unwind_with_prologue(ctx, state, start, "prologue-search")
 
 
@@ -103,7 +132,8 @@ def unwind_with_prologue(ctx: UnwindContext, state: PrologueState, start: int,
                          method: str) -> Optional[Unwound]:
     """Caller registers from a decoded prologue: return address at entry sp."""
     entry_sp = ctx.sp + state.depth
-    caller_pc = ctx.memory.try_read_u64(entry_sp)
+    words = _read_words(ctx, entry_sp, state.saved)
+    caller_pc = words.get(0)
     caller_sp = entry_sp + 8
     if caller_pc is None or not ctx.plausible_caller_sp(caller_sp):
         return None
@@ -111,7 +141,7 @@ def unwind_with_prologue(ctx: UnwindContext, state: PrologueState, start: int,
         return None
     saved = {}
     for name, offset in state.saved.items():
-        value = ctx.memory.try_read_u64(entry_sp + offset)
+        value = words.get(offset)
         if value is not None:
             saved[name] = value
     if "rbp" in saved:
@@ -133,3 +163,21 @@ def unwind_with_prologue(ctx: UnwindContext, state: PrologueState, start: int,
             saved["rbp"] = rbp
     return Unwound(method=method, caller_pc=caller_pc, caller_sp=caller_sp, cfa=caller_sp,
                    frame_start=start, saved=saved)
+
+
+def _read_words(ctx: UnwindContext, entry_sp: int, saved) -> dict:
+    """offset -> the word at ``entry_sp + offset``, for the return address (offset 0)
+    and the slots in ``saved``; one read of the whole frame where it is readable,
+    else word by word (an unreadable word is left out)."""
+    offsets = [0, *saved.values()]
+    low, high = min(offsets), max(offsets) + 8
+    block = ctx.memory.try_read(entry_sp + low, high - low) if high - low <= 4096 else None
+    if block is not None:
+        return {offset: int.from_bytes(block[offset - low:offset - low + 8], "little")
+                for offset in offsets}
+    words = {}
+    for offset in offsets:
+        value = ctx.memory.try_read_u64(entry_sp + offset)
+        if value is not None:
+            words[offset] = value
+    return words
