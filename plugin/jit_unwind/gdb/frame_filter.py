@@ -18,7 +18,7 @@ GDB's reason as ``[unwind stopped: ...]``, as frames our unwinder could not unwi
 import sys
 
 import gdb
-from gdb.FrameDecorator import FrameDecorator
+from gdb.FrameDecorator import FrameDecorator, FrameVars
 
 from .debugger import GdbFrame, gdb_stop_reason
 from .settings import debug_log, show_method
@@ -39,18 +39,35 @@ def _load_core() -> None:
 
 class NativeFrameDecorator(FrameDecorator):
     """One native frame as plain GDB would print it, or with ``name`` (a JIT frame's)
-    instead of its function's name, and ``note`` after the name."""
+    instead of its function's name, and ``note`` after the name.
 
-    def __init__(self, base, name=None, note: str = "", pc_unavailable: bool = False):
-        super().__init__(base)
+    ``frame``: the gdb.Frame when ``base`` is GDB's own FrameDecorator of it (no filter
+    decorated the frame before ours, the usual case).  Then each method asks the frame
+    itself what GDB's FrameDecorator would ask it, once: GDB calls six or seven methods
+    per printed frame, and FrameDecorator's chain of ``hasattr`` and repeated
+    ``find_sal()`` calls cost as much as unwinding the frame."""
+
+    def __init__(self, base, name=None, note: str = "", pc_unavailable: bool = False,
+                 frame=None):
+        self._base = base  # FrameDecorator.__init__'s only work
         self._name = name
         self._note = note
         self._pc_unavailable = pc_unavailable
+        self._gdb_frame = frame
+        self._sal = None  # frame.find_sal(), once asked
+        self._type = None  # frame.type(), once asked
 
     def with_note(self, note: str) -> "NativeFrameDecorator":
         return NativeFrameDecorator(self._base, self._name,
                                     f"{self._note} {note}" if self._note else note,
-                                    self._pc_unavailable)
+                                    self._pc_unavailable, self._gdb_frame)
+
+    def inferior_frame(self):
+        frame = self._gdb_frame
+        return frame if frame is not None else self._base.inferior_frame()
+
+    def elided(self):
+        return None if self._gdb_frame is not None else super().elided()
 
     def function(self):
         name = self._name if self._name is not None else plain_name(self._base)
@@ -62,28 +79,71 @@ class NativeFrameDecorator(FrameDecorator):
 
     def address(self):
         try:
-            return super().address()
+            frame = self._gdb_frame
+            return frame.pc() if frame is not None else super().address()
         except Exception:  # "PC not available"
             # GDB's DAP server needs an address for every frame of a stackTrace.
             return 0 if "gdb.dap" in sys.modules else None
 
     def filename(self):
         try:
-            return super().filename()
+            frame = self._gdb_frame
+            if frame is None:
+                return super().filename()
+            symtab = self._find_sal().symtab
+            if not symtab or not symtab.filename:
+                return gdb.solib_name(frame.pc())
+            return symtab.filename
         except Exception:
             return None
 
     def line(self):
         try:
-            return super().line()
+            if self._gdb_frame is None:
+                return super().line()
+            if self._limited():
+                return None
+            sal = self._find_sal()
+            return sal.line if sal else None
         except Exception:
             return None
 
     def frame_args(self):
-        return _checked(self, super().frame_args)
+        if self._gdb_frame is None:
+            return _checked(self, super().frame_args)
+        return _checked(self, lambda: self._variables(FrameVars.fetch_frame_args))
 
     def frame_locals(self):
-        return _checked(self, super().frame_locals)
+        if self._gdb_frame is None:
+            return _checked(self, super().frame_locals)
+        return _checked(self, lambda: self._variables(FrameVars.fetch_frame_locals))
+
+    # GDB's FrameDecorator, for a gdb.Frame, read once ---------------------------------
+
+    def _find_sal(self):
+        sal = self._sal
+        if sal is None:
+            sal = self._sal = self._gdb_frame.find_sal()
+        return sal
+
+    def _frame_type(self):
+        kind = self._type
+        if kind is None:
+            kind = self._type = self._gdb_frame.type()
+        return kind
+
+    def _limited(self) -> bool:
+        """FrameDecorator's "special or limited" frame: no variables, no line."""
+        symtab = self._find_sal().symtab
+        return (not symtab or not symtab.filename
+                or self._frame_type() in (gdb.DUMMY_FRAME, gdb.SIGTRAMP_FRAME))
+
+    def _variables(self, fetch):
+        """The arguments or locals GDB's FrameDecorator lists (its own FrameVars, so
+        each GDB version's rules hold)."""
+        if self._limited():
+            return None
+        return fetch(FrameVars(self._gdb_frame))
 
 
 def plain_name(base) -> str:
@@ -114,20 +174,53 @@ def _checked(decorator, fetch):
         if items is None:
             return None
         frame = decorator.inferior_frame()
-        return [CheckedVariable(frame, item) for item in items]
+        return [_checked_variable(frame, item) for item in items]
     except Exception as error:
         debug_log(f"frame variables: {error!r}")
         return None
 
 
-class CheckedVariable:
-    """One argument or local of a frame (GDB's "Symbol/Value" interface).
+def _checked_variable(frame, item):
+    """``item`` (GDB's "Symbol/Value" interface) as it is when GDB can read its value,
+    so GDB reads and prints it as plain ``bt`` does (entry values included).  When it
+    cannot, GDB's printing of filtered frames would raise and end the backtrace; the
+    value becomes GDB's own message as a string instead, which GDB shows as ``...``
+    (not a scalar) under the default ``set print frame-arguments scalars`` and in full
+    with ``all``."""
+    try:
+        value = item.value() if hasattr(item, "value") else None
+    except Exception:  # the item's own error: it stays the item's, at printing time
+        return CheckedVariable(frame, item)
+    try:
+        if value is None:
+            symbol = item.symbol()
+            if not isinstance(symbol, gdb.Symbol):
+                return item
+            frame.read_var(symbol).fetch_lazy()
+        elif isinstance(value, gdb.Value):
+            value.fetch_lazy()
+    except Exception as error:
+        return UnreadableVariable(item, gdb.Value(f"<error reading variable: {error}>"))
+    return item
 
-    When GDB can read the variable its value stays None, so GDB reads and prints it as
-    plain ``bt`` does (entry values included).  When it cannot, GDB's printing of
-    filtered frames would raise and end the backtrace; the value becomes GDB's own
-    message as a string instead, which GDB shows as ``...`` (not a scalar) under the
-    default ``set print frame-arguments scalars`` and in full with ``all``."""
+
+class UnreadableVariable:
+    """A variable whose value GDB cannot read: its symbol, and GDB's message."""
+
+    def __init__(self, item, message):
+        self._item = item
+        self._message = message
+
+    def symbol(self):
+        return self._item.symbol()
+
+    def value(self):
+        return self._message
+
+
+class CheckedVariable:
+    """A variable whose own ``value()`` raised: checked again when GDB asks (see
+    _checked_variable)."""
 
     def __init__(self, frame, item):
         self._frame = frame
@@ -138,17 +231,22 @@ class CheckedVariable:
 
     def value(self):
         value = self._item.value() if hasattr(self._item, "value") else None
-        try:
-            if value is None:
-                symbol = self._item.symbol()
-                if not isinstance(symbol, gdb.Symbol):
-                    return None
-                self._frame.read_var(symbol).fetch_lazy()
-            elif isinstance(value, gdb.Value):
-                value.fetch_lazy()
-        except Exception as error:
-            return gdb.Value(f"<error reading variable: {error}>")
-        return value
+        checked = _checked_variable(self._frame, _Valued(self._item, value))
+        return checked.value()
+
+
+class _Valued:
+    """``item`` with ``value`` already fetched."""
+
+    def __init__(self, item, value):
+        self._item = item
+        self._value = value
+
+    def symbol(self):
+        return self._item.symbol()
+
+    def value(self):
+        return self._value
 
 
 def decorate(decorator):
@@ -162,21 +260,30 @@ def decorate(decorator):
 
 
 def _decorate(decorator):
-    gdb_frame = decorator.inferior_frame()
+    # GDB's own FrameDecorator of a gdb.Frame (no other filter ran before ours).
+    plain = type(decorator) is FrameDecorator and type(decorator._base) is gdb.Frame
+    gdb_frame = decorator._base if plain else decorator.inferior_frame()
+    frame = gdb_frame if plain else None
     try:
         pc = gdb_frame.pc()
     except gdb.error:  # "PC not available": nothing to name
-        return NativeFrameDecorator(decorator, pc_unavailable=True), False
-    frame = GdbFrame(gdb_frame, gdb_frame.level())
-    ends_walk = ended_by_unwinder(frame, STATE) is not None
-    label = jit_label(frame, pc, STATE)
+        return NativeFrameDecorator(decorator, pc_unavailable=True, frame=frame), False
+    if (pc not in STATE.unwound_pcs and pc not in STATE.guessed
+            and not STATE.regions().near_jit(pc)):
+        # Neither JIT code (pc, or pc - 1 for a caller) nor a frame our unwinder
+        # handled or guessed: what jit_label and ended_by_unwinder would say, in one
+        # look (most frames of a JIT stack are native).
+        return NativeFrameDecorator(decorator, frame=frame), False
+    native = GdbFrame(gdb_frame, gdb_frame.level())
+    ends_walk = ended_by_unwinder(native, STATE) is not None
+    label = jit_label(native, pc, STATE)
     if label is None:  # no JIT code, no guess: GDB's own name
-        return NativeFrameDecorator(decorator), ends_walk
+        return NativeFrameDecorator(decorator, frame=frame), ends_walk
     parts = [label.name if label.name is not None else plain_name(decorator)]
     suffix = marks(label, show_method())
     if suffix:
         parts.append(suffix)
-    return NativeFrameDecorator(decorator, " ".join(parts)), ends_walk
+    return NativeFrameDecorator(decorator, " ".join(parts), frame=frame), ends_walk
 
 
 class JitFrameFilter:

@@ -124,6 +124,7 @@ class RegionMap:
         self.unwind_records = _SortedRanges(())
         # Results worth keeping for this stop, e.g. decoded function starts by pc: a
         # recursion through JIT code asks about the same few pcs thousands of times.
+        # Keys of results that depend on the named entries start with "named".
         self.memo: dict = {}
         self._spans: Optional[tuple] = None  # see near_jit()
         self._file_code: Optional[tuple] = None  # see in_file_code()
@@ -142,12 +143,20 @@ class RegionMap:
         if registered:
             self.registered = _SortedRanges(list(self.registered) + registered)
         self._code.clear()
+        self.forget_named()
 
     def add_unwind_records(self, records: Sequence) -> None:
         """Add code whose JIT gave its ``.eh_frame`` (objects with start, end, sequence:
         jitdump records), read once a pc turns out to be in JIT code."""
         if records:
             self.unwind_records = _SortedRanges(list(self.unwind_records) + list(records))
+            self.forget_named()
+
+    def forget_named(self) -> None:
+        """Drop what was remembered from the named entries and unwind records (memo
+        keys starting with "named"): entries were added."""
+        for key in [key for key in self.memo if type(key) is tuple and key[0] == "named"]:
+            del self.memo[key]
 
     def unwind_record_at(self, address: int):
         """The latest unwind record covering ``address``, None without."""

@@ -48,7 +48,7 @@ APPLIES: Dict[Strategy, Callable[[UnwindContext], bool]] = {
 def _plan(ctx: UnwindContext, name: str, strategies) -> List[Tuple[str, Strategy]]:
     """The strategies of ``strategies`` that can answer at this frame's pc, decided once
     per pc and stop: a stack through JIT code returns to the same few addresses."""
-    key = (name, ctx.pc, ctx.innermost)
+    key = ("named", name, ctx.pc, ctx.innermost)
     memo = ctx.regions.memo
     plan = memo.get(key)
     if plan is None:

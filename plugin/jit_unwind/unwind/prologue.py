@@ -66,7 +66,7 @@ def unwind_known_start(ctx: UnwindContext) -> Optional[Unwound]:
 
 def find_function_start(ctx: UnwindContext, pc: int) -> Optional[Tuple[int, PrologueState]]:
     """:func:`search_function_start`, remembered per pc for this stop."""
-    key = ("function-start", pc)
+    key = ("named", "function-start", pc)
     if key not in ctx.regions.memo:
         ctx.regions.memo[key] = search_function_start(ctx, pc)
     return ctx.regions.memo[key]
