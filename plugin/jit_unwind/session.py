@@ -14,12 +14,13 @@ from .elf_lookup import have_pyelftools, section_address, symbol_address
 from .model import Unwound
 from .regions import RegionMap
 from .regions.discovery import build_region_map, jit_interface_regions
-from .regions.jitdump_process import ProcessJitdump, process_jitdump
 
-# The CPython model is imported when a Python process is first looked at: most
-# programs are not, and loading the plugin should cost little (bench/load_and_step.py).
+# The CPython model is imported when a Python process is first looked at, the jitdump
+# reader when a pc is first in JIT code: most programs need neither, and loading the
+# plugin should cost little (bench/load_and_step.py).
 if TYPE_CHECKING:
     from .cpython import CPythonRuntime, PyThread
+    from .regions.jitdump_process import ProcessJitdump
 
 
 class StopCache:
@@ -43,6 +44,8 @@ class StopCache:
         self._memo: Dict[object, object] = {}
         # The last region map before the process ran again: see known_native().
         self._before_resume: Optional[RegionMap] = None
+        # (the mappings it was asked for, is_python_process()'s answer)
+        self._python_for: Optional[Tuple[object, bool]] = None
 
     def invalidate(self, *_args) -> None:
         self._regions = None
@@ -111,9 +114,10 @@ class StopCache:
                 self.problem = f"cannot read the jitdump: {error}"
         return regions
 
-    def jitdump(self) -> ProcessJitdump:
+    def jitdump(self) -> "ProcessJitdump":
         """The process's perf jitdump (names, code, unwind tables of its JIT code),
         its records checked against memory; empty without one."""
+        from .regions.jitdump_process import process_jitdump
         return self._cached("jitdump", lambda: process_jitdump(
             self.process, list(self.regions().mappings), self.process.connection(),
             lambda name: self.lookup_symbol(name, debug_info=False)))
@@ -209,9 +213,18 @@ class StopCache:
         # Only files named like CPython (python3.12, libpython3.12.so) are opened: this
         # runs at the first bt of every program, and most programs are not Python.
         # CPython exports _PyRuntime (or keeps its .PyRuntime section) in every build.
-        return self._cached("has-python", lambda: (
-            any("python" in os.path.basename(m.path) for m in self.regions().mappings)
+        # The answer depends on the mapped files only: it is kept while the mappings
+        # are the same object (regions/discovery.py reuses unchanged ones), so a step
+        # does not ask again.
+        mappings = self.regions().mappings
+        known = self._python_for
+        if known is not None and known[0] is mappings:
+            return known[1]
+        answer = self._cached("has-python", lambda: (
+            any("python" in os.path.basename(m.path) for m in mappings)
             and self.lookup_symbol("_PyRuntime", debug_info=False) is not None))
+        self._python_for = (mappings, answer)
+        return answer
 
     def has_jit_or_python(self) -> bool:
         """Whether frames are worth decorating: the process has JIT code or a CPython

@@ -45,11 +45,11 @@ def _quiet(subject: Subject) -> Mutation:
 
 def test_an_escaping_exception_is_reported(fuzz_subjects, monkeypatch):
     subject = fuzz_subjects["toy-mixed"]
-    from jit_unwind import unwind
+    from jit_unwind.unwind import strategies
 
     def broken(_ctx):
         raise ValueError("injected")
-    monkeypatch.setattr(unwind, "STRATEGIES", [("broken", broken)])
+    monkeypatch.setattr(strategies, "STRATEGIES", [("broken", broken)])
     failures = subject.check(1, _quiet(subject))
     assert any("exception escaped" in f.problem and "injected" in f.problem
                for f in failures), failures

@@ -4,7 +4,6 @@ from typing import Callable, List, Optional, Tuple
 
 from ..debugger import Process
 from ..dependencies import warn_missing
-from ..regions.jitdump import user_path
 from ..render import have_tabulate, region_table
 from ..model import Region
 from ..session import StopCache
@@ -47,6 +46,7 @@ def jit_regions(process: Process, cache: StopCache, argument: str,
 
 def _jitdump_lines(process: Process, cache: StopCache):
     """Which jitdump was read, or why the user's was not."""
+    from ..regions.jitdump import user_path
     try:
         dump = cache.jitdump()
     except Exception:  # already reported as the cache's problem

@@ -2,7 +2,6 @@
 
 import gdb
 
-from ..regions import jitdump
 from .state import STATE
 
 
@@ -67,6 +66,7 @@ the process's.  "set jit-unwind jitdump" without a path goes back to looking alo
         self.value = ""
 
     def get_set_string(self):
+        from ..regions import jitdump  # the jitdump reader is imported when first used
         jitdump.set_user_path(self.value or None)
         STATE.invalidate()
         gdb.invalidate_cached_frames()  # frames unwound without the file are stale

@@ -1,127 +1,18 @@
-"""Unwind one JIT frame: try each strategy in order, keep the first answer."""
+"""Unwind strategies for JIT frames and code without CFI (``strategies``), and what
+they are built from (``x86_64`` decoding, ``context``, one module per strategy).
 
-from typing import Callable, Dict, List, Optional, Tuple
+The names below come from ``strategies`` when first used: importing a part of this
+package (the symbol file's writer needs ``x86_64`` only) does not load every strategy,
+which keeps the plugin's load short.
+"""
 
-from ..model import Unwound
-from .caller_frame import caller_frame_pointer
-from .context import UnwindContext
-from .entry_record import unwind_entry_record
-from .frame_pointer import unwind_frame_pointer
-from .jitdump_cfi import jitdump_cfi_applies, unwind_jitdump_cfi
-from .prologue import (known_start_applies, prologue_search_applies, unwind_known_start,
-                       unwind_prologue_search)
-from .stack_scan import unwind_stack_scan
-from .x86_64 import starts_frame_pointer
-
-Strategy = Callable[[UnwindContext], Optional[Unwound]]
-
-# Most certain first.  Code whose JIT wrote its unwind table (a perf jitdump) follows
-# the table: the code generator knows its frames.  A function whose start we know is decoded exactly; a trampoline
-# found by its decodable prologue comes before the frame-pointer rule because such
-# trampolines leave rbp untouched, and the caller's rbp would pass the rule's checks.
-STRATEGIES: List[Tuple[str, Strategy]] = [
-    ("jitdump-cfi", unwind_jitdump_cfi),
-    ("prologue", unwind_known_start),
-    ("prologue-search", unwind_prologue_search),
-    ("frame-pointer", unwind_frame_pointer),
-    ("entry-record", unwind_entry_record),
-    ("stack-scan", unwind_stack_scan),
-]
+__all__ = ["APPLIES", "NOCFI_STRATEGIES", "STRATEGIES", "Strategy", "TRACE_STRATEGIES",
+           "UnwindContext", "unwind_jit_frame", "unwind_kept_frame_pointer",
+           "unwind_nocfi_frame"]
 
 
-# Frameless code entered through an entry shim (CPython's JIT traces): its start is no
-# prologue and rbp holds data, so only the shim's return slot, or a guess, can tell.
-TRACE_STRATEGIES = [item for item in STRATEGIES
-                    if item[0] in ("jitdump-cfi", "entry-record", "stack-scan")]
-
-
-# What a strategy needs that depends on the pc alone (a table row, a named start whose
-# code decodes, a function start found by searching): where it is missing, the strategy
-# answers None at every frame with that pc, so the pc's plan leaves it out.
-APPLIES: Dict[Strategy, Callable[[UnwindContext], bool]] = {
-    unwind_jitdump_cfi: jitdump_cfi_applies,
-    unwind_known_start: known_start_applies,
-    unwind_prologue_search: prologue_search_applies,
-}
-
-
-def _plan(ctx: UnwindContext, name: str, strategies) -> List[Tuple[str, Strategy]]:
-    """The strategies of ``strategies`` that can answer at this frame's pc, decided once
-    per pc and stop: a stack through JIT code returns to the same few addresses."""
-    key = ("named", name, ctx.pc, ctx.innermost)
-    memo = ctx.regions.memo
-    plan = memo.get(key)
-    if plan is None:
-        plan = memo[key] = [(strategy_name, strategy) for strategy_name, strategy in strategies
-                            if strategy not in APPLIES or APPLIES[strategy](ctx)]
-    return plan
-
-
-def unwind_jit_frame(ctx: UnwindContext) -> Unwound:
-    """The caller of the JIT frame in ``ctx``; ``ends_walk`` when nothing worked."""
-    if ctx.in_trace():
-        strategies = _plan(ctx, "trace-plan", TRACE_STRATEGIES)
-    else:
-        strategies = _plan(ctx, "jit-plan", STRATEGIES)
-    for _name, strategy in strategies:
-        result = strategy(ctx)
-        if result is None:
-            continue
-        if result.ends_walk:
-            return result
-        if ctx.plausible_caller_sp(result.caller_sp):
-            return _with_caller_frame_pointer(ctx, result)
-    return Unwound(method="none",
-                   stop_reason="no strategy found the caller of this JIT frame")
-
-
-def kept_frame_pointer_applies(ctx: UnwindContext) -> bool:
-    """Whether the function's known start sets up a frame pointer, and the pc is past
-    that setup (per pc)."""
-    start = ctx.function_start()
-    code = ctx.memory.try_read(start, 8) if start is not None else None
-    if code is None or not starts_frame_pointer(code):
-        return False
-    setup = 8 if code.startswith(b"\xf3\x0f\x1e\xfa") else 4  # [endbr64;] push; mov
-    return ctx.pc >= start + setup  # before it, rbp is not this frame's yet
-
-
-def unwind_kept_frame_pointer(ctx: UnwindContext) -> Optional[Unwound]:
-    """The frame-pointer rule, only for a function whose known start sets one up."""
-    if not kept_frame_pointer_applies(ctx):
-        return None
-    return unwind_frame_pointer(ctx)
-
-
-# Code without CFI in a mapped file (regions/nocfi.py): only what is exact.  Where none
-# answers, the debugger's own heuristics decide, as without us; the frame-pointer rule
-# alone could skip the caller of code that leaves rbp alone, the scans are guesses.
-NOCFI_STRATEGIES: List[Tuple[str, Strategy]] = [
-    ("prologue", unwind_known_start),
-    ("prologue-search", unwind_prologue_search),
-    ("frame-pointer", unwind_kept_frame_pointer),
-]
-
-
-APPLIES[unwind_kept_frame_pointer] = kept_frame_pointer_applies
-
-
-def unwind_nocfi_frame(ctx: UnwindContext) -> Optional[Unwound]:
-    """The caller of a frame in code without CFI, or None to leave it to the debugger."""
-    for _name, strategy in _plan(ctx, "nocfi-plan", NOCFI_STRATEGIES):
-        result = strategy(ctx)
-        if result is None or result.ends_walk:
-            continue
-        if ctx.plausible_caller_sp(result.caller_sp):
-            return _with_caller_frame_pointer(ctx, result)
-    return None
-
-
-def _with_caller_frame_pointer(ctx: UnwindContext, result: Unwound) -> Unwound:
-    """A caller found without its rbp (above a trace, or by a scan) gets it from its own
-    prologue when it keeps a frame pointer: GDB needs rbp for such a caller's CFA."""
-    if "rbp" not in result.saved:
-        rbp = caller_frame_pointer(ctx, result.caller_pc, result.caller_sp)
-        if rbp is not None:
-            result.saved["rbp"] = rbp
-    return result
+def __getattr__(name):
+    if name in __all__:
+        from . import strategies
+        return getattr(strategies, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
