@@ -11,12 +11,13 @@ once the debugger has let go of the old file.
 
 import atexit
 import os
-import shutil
-import tempfile
 from typing import Optional, Set, Tuple
 
 from ..model import Region
-from .build import select, symbol_file_bytes
+
+# The writer (.build) and the temporary directory's modules are imported when a file is
+# first planned: most programs never have one, and they were a quarter of the plugin's
+# load (bench/load_and_step.py).
 
 __all__ = ["SymbolFiles"]
 
@@ -39,6 +40,7 @@ class SymbolFiles:
         named regions are those of the loaded file."""
         if process.pid() is None:
             return self.discard(), None
+        from .build import select, symbol_file_bytes
         regions = cache.named_regions()
         functions, spans = select(regions)
         # Regions are frozen and a perf map's are reused while the file is unchanged,
@@ -60,6 +62,8 @@ class SymbolFiles:
 
     def _new_path(self, pid: int) -> str:
         if self._directory is None or not os.path.isdir(self._directory):
+            import shutil
+            import tempfile
             self._directory = tempfile.mkdtemp(prefix=self._prefix)  # mode 0700
             atexit.register(shutil.rmtree, self._directory, True)
         self._count += 1
@@ -98,5 +102,6 @@ class SymbolFiles:
         """Remove the directory and every file in it (the debugger exits)."""
         self.discard()
         if self._directory is not None:
+            import shutil
             shutil.rmtree(self._directory, ignore_errors=True)
             self._directory = None
