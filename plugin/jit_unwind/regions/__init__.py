@@ -132,6 +132,19 @@ class RegionMap:
         # again and again (recursion, every bt of a stop).
         self._code: dict = {}
 
+    def fresh(self) -> "RegionMap":
+        """A map of the same regions for another stop: what was derived from the
+        regions is shared, nothing remembered during a stop is."""
+        if self._spans is None:
+            self.near_jit(0)  # derive once, for every copy
+        if self._file_code is None:
+            self.in_file_code(0)
+        copy = RegionMap.__new__(RegionMap)
+        copy.__dict__.update(self.__dict__)
+        copy.memo = {}
+        copy._code = {}
+        return copy
+
     def add_symbols(self, symbols: Sequence[Region]) -> None:
         """Add named entries found later (a runtime's JIT code, GDB's JIT interface),
         read only once a pc turns out to be in JIT code."""

@@ -53,8 +53,25 @@ def build_region_map(process) -> Tuple[RegionMap, str]:
         if stale:
             perf_map = []
             problem = f"{problem}; {stale}" if problem else stale
-    return RegionMap(mappings, perf_map, (), not_jit,
-                     source="core" if kind in CORE_KINDS else "maps"), problem
+    source = "core" if kind in CORE_KINDS else "maps"
+    # The same mappings and perf map as the last map built (the same lists: the readers
+    # hand out their last result while the source is unchanged): its regions again.
+    key = (pid, source, tuple(not_jit))
+    last_key, last_mappings, last_perf_map, template = _last_built
+    if (template is not None and last_key == key and _same(last_mappings, mappings)
+            and _same(last_perf_map, perf_map)):
+        return template.fresh(), problem
+    template = RegionMap(mappings, perf_map, (), not_jit, source=source)
+    _last_built[:] = [key, mappings, perf_map, template]
+    return template.fresh(), problem
+
+
+# What the last map was built from, and that map (never handed out itself: fresh()).
+_last_built: list = [None, None, None, None]
+
+
+def _same(before, now) -> bool:
+    return before is now or (not before and not now)
 
 
 def jit_interface_regions(process, mappings) -> List[Region]:

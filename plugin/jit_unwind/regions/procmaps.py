@@ -22,10 +22,22 @@ def parse_proc_maps(text: str) -> List[Mapping]:
     return mappings
 
 
+# The last text read and its mappings: between most stops (a step, a breakpoint hit
+# again) nothing was mapped or unmapped, and the same list (the same object) lets the
+# region map built from it be reused (discovery.build_region_map).
+_last: list = [None, None, None]  # pid, text, mappings
+
+
 def read_proc_maps(pid: int) -> List[Mapping]:
-    """Mappings of a live local process; empty when /proc cannot tell."""
+    """Mappings of a live local process; empty when /proc cannot tell.  The list is
+    shared with later calls while the mappings stay the same: do not change it."""
     try:
         with open(f"/proc/{pid}/maps", encoding="utf-8", errors="replace") as handle:
-            return parse_proc_maps(handle.read())
+            text = handle.read()
     except OSError:
         return []
+    if _last[0] == pid and _last[1] == text:
+        return _last[2]
+    mappings = parse_proc_maps(text)
+    _last[:] = [pid, text, mappings]
+    return mappings
