@@ -118,7 +118,7 @@ def load_once(gdb: str) -> Dict[str, float]:
 
 
 def measure_load(gdb: str, loads: int) -> Dict[str, float]:
-    samples = [load_once(gdb) for _ in range(loads + 1)][1:]  # the first fills file caches
+    samples = [load_once(gdb) for _ in range(loads + 1)][1:]  # the first fills file caches (and bytecode)
     return {key: statistics.median(s[key] for s in samples) for key in ("wall", "cpu")}
 
 
