@@ -14,6 +14,7 @@ from .elf_lookup import have_pyelftools, section_address, symbol_address
 from .model import Unwound
 from .regions import RegionMap
 from .regions.discovery import build_region_map, jit_interface_regions
+from .regions.perfmap import read_perf_map
 
 # The CPython model is imported when a Python process is first looked at, the jitdump
 # reader when a pc is first in JIT code: most programs need neither, and loading the
@@ -74,6 +75,28 @@ class StopCache:
         report (they call :meth:`invalidate`, which forgets the old map)."""
         previous = self._before_resume
         return previous is not None and self._regions is None and previous.in_file_code(pc)
+
+    def nothing_to_name(self) -> bool:
+        """True when, as far as can be known without reading the mappings, no runtime
+        names JIT code at this stop: the process ran since the last map was built (an
+        object file coming or going would have forgotten it), there is no perf map, and
+        the mapped files hold no CPython.  A stop (a ``stepi``) that needs names only can
+        then leave the map unbuilt: reading /proc/PID/maps is most of its cost."""
+        previous = self._before_resume
+        if previous is None or self._regions is not None:
+            return False
+        pid = self.process.pid()
+        if pid is None or read_perf_map(pid):
+            return False
+        mappings = previous.mappings
+        known = self._python_for
+        if known is None or known[0] is not mappings:
+            # Only files named like CPython can be one (see is_python_process); an
+            # answer of "maybe" is not kept.
+            if any("python" in os.path.basename(m.path) for m in mappings):
+                return False
+            known = self._python_for = (mappings, False)
+        return not known[1]
 
     def check_process(self) -> None:
         """Drop everything when another inferior or process is selected."""
