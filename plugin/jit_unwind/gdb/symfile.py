@@ -24,6 +24,8 @@ def refresh(*_args) -> None:
         if not symbol_file_enabled() or STATE.process.pid() is None:
             unload()
             return
+        if FILES.loaded is None and STATE.nothing_to_name():
+            return  # as below, without reading the mappings again (a stepi's stop)
         regions = STATE.regions()
         if regions is _refreshed_for:  # same stop, same map: nothing can have changed
             return
