@@ -24,8 +24,12 @@ __all__ = ["SymbolFiles"]
 class SymbolFiles:
     """The symbol file of one debugger session: at most one is loaded at a time."""
 
-    def __init__(self, prefix: str = "jit-unwind-"):
+    def __init__(self, prefix: str = "jit-unwind-", unwind_rules: bool = True):
+        """``unwind_rules``: write ``.eh_frame`` for the code we can decode (LLDB's own
+        unwinder needs it; GDB asks the plugin's unwinder first, which decodes the same
+        rules for the frames a stack has, so a GDB file goes without)."""
         self._prefix = prefix
+        self._unwind_rules = unwind_rules
         self._directory: Optional[str] = None
         self._count = 0
         self._key: Optional[Tuple] = None
@@ -50,7 +54,8 @@ class SymbolFiles:
         self._key = key
         if not functions:
             return old, None
-        data = symbol_file_bytes(process.memory, regions, functions, spans)
+        data = symbol_file_bytes(process.memory, regions, functions, spans,
+                                 with_unwind_rules=self._unwind_rules)
         path = self._new_path(process.pid())  # only once there is something to write
         with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
             out.write(data)

@@ -10,7 +10,10 @@ the stop the user waits for: one pass over the sorted regions, identical code de
 once, and the tables packed in bulk.
 """
 
+import bisect
 import itertools
+import operator
+from operator import attrgetter
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..model import Region
@@ -38,6 +41,38 @@ def symbol_file_regions(regions: RegionMap) -> List[Region]:
 def select(regions: RegionMap) -> Tuple[List[Region], List[Span]]:
     """The regions for the symbol file and the JIT mapping of each (None for entries
     outside every known mapping, e.g. a core without a mapping list)."""
+    found = _select_in_bulk(regions)
+    return found if found is not None else _select_one_by_one(regions)
+
+
+def _select_in_bulk(regions: RegionMap) -> Optional[Tuple[List[Region], List[Span]]]:
+    """:func:`select` for the usual map (a perf map or CPython's executors): every entry
+    inside a JIT mapping, none overlapping another, no JIT interface entries.  A binary
+    search per JIT mapping and C-level passes over the entries, which a perf map has by
+    the ten thousand; None for any other map (then :func:`_select_one_by_one`)."""
+    if len(regions.registered):
+        return None
+    symbols = regions.symbols.items  # sorted by start
+    if not symbols:
+        return [], []
+    starts = regions.symbols.starts
+    if not all(map(operator.ge, itertools.islice(starts, 1, None),
+                   map(attrgetter("end"), symbols))):
+        return None  # overlapping entries: the later one wins, entry by entry
+    spans: List[Span] = []
+    begin = 0
+    for mapping in regions.jit.items:  # sorted, not overlapping
+        first = bisect.bisect_left(starts, mapping.start, begin)
+        if first != begin:
+            return None  # entries before this mapping: in a file, or no mapping known
+        begin = bisect.bisect_left(starts, mapping.end, first)
+        spans.extend(itertools.repeat((mapping.start, mapping.end), begin - first))
+    if begin != len(symbols):
+        return None
+    return list(symbols[:MAX_FUNCTIONS]), spans[:MAX_FUNCTIONS]
+
+
+def _select_one_by_one(regions: RegionMap) -> Tuple[List[Region], List[Span]]:
     kept: List[Region] = []
     spans: List[Span] = []
     jit = regions.jit.items  # sorted by start, not overlapping
@@ -82,14 +117,14 @@ def code_sections(functions: Sequence[Region], spans: Sequence[Span]) -> Tuple[
     index_of: List[int] = []
     position = 0
     for span, group in itertools.groupby(spans):
-        size = sum(1 for _ in group)
+        size = len(list(group))
         members = functions[position:position + size]
         runs = [members] if span is not None else _touching_runs(members)
         for run in runs:
             if len(sections) >= MAX_SECTIONS:
                 return sections, index_of
             start = run[0].start
-            end = max(f.end for f in run)
+            end = max(map(attrgetter("end"), run))
             sections.append(CodeSection(f".text.jit{len(sections)}", start, end - start))
             index_of.extend(itertools.repeat(len(sections) - 1, len(run)))
         position += size

@@ -3,7 +3,10 @@ at the code's absolute addresses (the bytes stay the process's), one STT_FUNC sy
 function, and optionally ``.eh_frame``.  A debugger loads it with no offset."""
 
 import itertools
+import operator
 import struct
+import sys
+from array import array
 from operator import attrgetter
 from dataclasses import dataclass
 from typing import List, Sequence
@@ -13,7 +16,6 @@ SHT_PROGBITS, SHT_SYMTAB, SHT_STRTAB, SHT_NOBITS = 1, 2, 3, 8
 SHF_ALLOC, SHF_EXECINSTR = 0x2, 0x4
 STB_GLOBAL, STT_FUNC = 1, 2
 EHDR_SIZE, SHDR_SIZE, SYM_SIZE = 64, 64, 24
-_SYMBOL = struct.Struct("<IBBHQQ")
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,31 @@ class _Strings:
 
 def _align(data: bytearray, alignment: int) -> None:
     data += b"\0" * (-len(data) % alignment)
+
+
+def _symbol_table(name_lengths, section_of: Sequence[int], functions: Sequence) -> bytes:
+    """The symbol table (a null symbol first) as an array of 64-bit words, three per
+    symbol (name, info, other and section index in the first; value; size), filled by
+    slice assignment from C-level iterators: a perf map may name 100,000s of functions,
+    and packing them one by one cost more than GDB reading them."""
+    count = len(functions)
+    # st_name: each name starts after the previous one and its NUL; the table's first
+    # byte is the empty name.
+    name_offsets = itertools.accumulate(itertools.islice(
+        map((1).__add__, name_lengths), max(count - 1, 0)), initial=1)
+    info = (STB_GLOBAL << 4) | STT_FUNC
+    section_words = [(info << 32) | ((index + 1) << 48)
+                     for index in range(max(section_of, default=-1) + 1)]
+    starts = array("Q", map(attrgetter("start"), functions))
+    ends = array("Q", map(attrgetter("end"), functions))
+    table = array("Q", bytes(SYM_SIZE * (count + 1)))
+    table[3::3] = array("Q", map(operator.or_, name_offsets,
+                                 map(section_words.__getitem__, section_of)))
+    table[4::3] = starts
+    table[5::3] = array("Q", map(operator.sub, ends, starts))
+    if sys.byteorder != "little":
+        table.byteswap()
+    return table.tobytes()
 
 
 def write_elf(sections: Sequence[CodeSection], functions: Sequence, section_of: Sequence[int],
@@ -71,17 +98,8 @@ def write_elf(sections: Sequence[CodeSection], functions: Sequence, section_of: 
         parts = [name.encode("utf-8", "replace") for name in names]
         encoded = b"\0".join(parts)
         lengths = map(len, parts)
-    count = len(names)
-    name_offsets = itertools.accumulate(itertools.islice((n + 1 for n in lengths),
-                                                         max(count - 1, 0)), initial=1)
     string_table = b"\0" + encoded + b"\0" if names else b"\0"
-    starts = list(map(attrgetter("start"), functions))
-    ends = map(attrgetter("end"), functions)
-    # Packed by map() over C-level iterators: a perf map may name 100,000s of functions.
-    symbol_table = bytes(SYM_SIZE) + b"".join(map(
-        _SYMBOL.pack, name_offsets, itertools.repeat((STB_GLOBAL << 4) | STT_FUNC),
-        itertools.repeat(0), map((1).__add__, section_of), starts,
-        map(int.__sub__, ends, starts)))
+    symbol_table = _symbol_table(lengths, section_of, functions)
     _align(body, 8)
     header(".symtab", SHT_SYMTAB, 0, 0, len(body), len(symbol_table), link=symtab_index + 1,
            info=1, align=8, entsize=SYM_SIZE)
