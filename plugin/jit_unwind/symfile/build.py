@@ -13,7 +13,6 @@ once, and the tables packed in bulk.
 import bisect
 import itertools
 import operator
-from operator import attrgetter
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..model import Region
@@ -56,8 +55,8 @@ def _select_in_bulk(regions: RegionMap) -> Optional[Tuple[List[Region], List[Spa
     if not symbols:
         return [], []
     starts = regions.symbols.starts
-    if not all(map(operator.ge, itertools.islice(starts, 1, None),
-                   map(attrgetter("end"), symbols))):
+    ends = [symbol.end for symbol in symbols]  # a list comprehension beats map here
+    if not all(map(operator.ge, itertools.islice(starts, 1, None), ends)):
         return None  # overlapping entries: the later one wins, entry by entry
     spans: List[Span] = []
     begin = 0
@@ -106,36 +105,37 @@ def _select_one_by_one(regions: RegionMap) -> Tuple[List[Region], List[Span]]:
     return kept, spans
 
 
-def code_sections(functions: Sequence[Region], spans: Sequence[Span]) -> Tuple[
-        List[CodeSection], List[int]]:
+def code_sections(functions: Sequence[Region], spans: Sequence[Span]) -> List[CodeSection]:
     """One SHT_NOBITS section per JIT mapping holding functions (never spanning memory
     between mappings, where libraries may lie; functions outside any known mapping get
-    one per run of touching functions), and the section index of each function in
-    order.  Past MAX_SECTIONS sections the remaining functions are left out: the list
-    of indexes is then shorter than ``functions``."""
+    one per run of touching functions), each with the number of ``functions`` (in
+    order) it holds.  Past MAX_SECTIONS sections the remaining functions are left out.
+    Selected functions never overlap, so the last of a run ends last."""
     sections: List[CodeSection] = []
-    index_of: List[int] = []
     position = 0
     for span, group in itertools.groupby(spans):
         size = len(list(group))
-        members = functions[position:position + size]
-        runs = [members] if span is not None else _touching_runs(members)
-        for run in runs:
+        if span is not None:
+            runs = [(position, position + size)]
+        else:
+            runs = _touching_runs(functions, position, position + size)
+        for begin, end in runs:
             if len(sections) >= MAX_SECTIONS:
-                return sections, index_of
-            start = run[0].start
-            end = max(map(attrgetter("end"), run))
-            sections.append(CodeSection(f".text.jit{len(sections)}", start, end - start))
-            index_of.extend(itertools.repeat(len(sections) - 1, len(run)))
+                return sections
+            start = functions[begin].start
+            sections.append(CodeSection(f".text.jit{len(sections)}", start,
+                                        functions[end - 1].end - start, end - begin))
         position += size
-    return sections, index_of
+    return sections
 
 
-def _touching_runs(functions: Sequence[Region]) -> List[Sequence[Region]]:
-    runs, begin = [], 0
-    for index in range(1, len(functions) + 1):
-        if index == len(functions) or functions[index].start > functions[index - 1].end:
-            runs.append(functions[begin:index])
+def _touching_runs(functions: Sequence[Region], begin: int, end: int
+                   ) -> List[Tuple[int, int]]:
+    """(first, past last) index of each run of touching functions in [begin, end)."""
+    runs = []
+    for index in range(begin + 1, end + 1):
+        if index == end or functions[index].start > functions[index - 1].end:
+            runs.append((begin, index))
             begin = index
     return runs
 
@@ -185,7 +185,8 @@ def symbol_file_bytes(memory: Memory, regions: RegionMap, functions: Sequence[Re
     if spans is None:
         by_start = dict(zip(*select(regions)))
         spans = [by_start.get(f, None) for f in functions]
-    sections, index_of = code_sections(functions, spans)
-    functions, spans = functions[:len(index_of)], spans[:len(index_of)]
+    sections = code_sections(functions, spans)
+    kept = sum(section.count for section in sections)
+    functions, spans = functions[:kept], spans[:kept]
     rules = unwind_rules(memory, functions, spans) if with_unwind_rules else []
-    return write_elf(sections, functions, index_of, build_eh_frame(rules) if rules else b"")
+    return write_elf(sections, functions, build_eh_frame(rules) if rules else b"")

@@ -3,11 +3,9 @@ at the code's absolute addresses (the bytes stay the process's), one STT_FUNC sy
 function, and optionally ``.eh_frame``.  A debugger loads it with no offset."""
 
 import itertools
-import operator
 import struct
 import sys
 from array import array
-from operator import attrgetter
 from dataclasses import dataclass
 from typing import List, Sequence
 
@@ -23,6 +21,7 @@ class CodeSection:
     name: str
     start: int
     size: int
+    count: int = 0  # how many of the file's functions (the next ones, in order) it holds
 
 
 class _Strings:
@@ -42,35 +41,39 @@ def _align(data: bytearray, alignment: int) -> None:
     data += b"\0" * (-len(data) % alignment)
 
 
-def _symbol_table(name_lengths, section_of: Sequence[int], functions: Sequence) -> bytes:
-    """The symbol table (a null symbol first) as an array of 64-bit words, three per
-    symbol (name, info, other and section index in the first; value; size), filled by
-    slice assignment from C-level iterators: a perf map may name 100,000s of functions,
-    and packing them one by one cost more than GDB reading them."""
-    count = len(functions)
-    # st_name: each name starts after the previous one and its NUL; the table's first
-    # byte is the empty name.
-    name_offsets = itertools.accumulate(itertools.islice(
-        map((1).__add__, name_lengths), max(count - 1, 0)), initial=1)
+def _symbol_table(sections: Sequence[CodeSection], name_sizes: List[int],
+                  starts: List[int], sizes: List[int]) -> bytes:
+    """The symbol table (a null symbol first) as 64-bit words, three per symbol, filled
+    by slice assignment: a perf map may name 100,000s of functions, and packing them
+    one by one cost more than GDB reading them.  ``name_sizes``: each name's length
+    with its NUL, in .strtab order (which starts with the empty name)."""
     info = (STB_GLOBAL << 4) | STT_FUNC
-    section_words = [(info << 32) | ((index + 1) << 48)
-                     for index in range(max(section_of, default=-1) + 1)]
-    starts = array("Q", map(attrgetter("start"), functions))
-    ends = array("Q", map(attrgetter("end"), functions))
-    table = array("Q", bytes(SYM_SIZE * (count + 1)))
-    table[3::3] = array("Q", map(operator.or_, name_offsets,
-                                 map(section_words.__getitem__, section_of)))
-    table[4::3] = starts
-    table[5::3] = array("Q", map(operator.sub, ends, starts))
+    first_words = array("Q")
+    position, name_offset = 0, 1
+    for index, section in enumerate(sections, 1):
+        if section.count <= 0:
+            continue
+        end = position + section.count
+        # st_name | st_info << 32 | st_other << 40 | st_shndx << 48: a running sum of
+        # the name sizes started from the section's constant bits.
+        first_words.extend(itertools.accumulate(
+            name_sizes[position:end - 1], initial=name_offset | (info << 32) | (index << 48)))
+        name_offset += sum(name_sizes[position:end])
+        position = end
+    table = array("Q", bytes(SYM_SIZE * (len(starts) + 1)))
+    table[3::3] = first_words
+    table[4::3] = array("Q", starts)
+    table[5::3] = array("Q", sizes)
     if sys.byteorder != "little":
         table.byteswap()
     return table.tobytes()
 
 
-def write_elf(sections: Sequence[CodeSection], functions: Sequence, section_of: Sequence[int],
+def write_elf(sections: Sequence[CodeSection], functions: Sequence,
               eh_frame: bytes = b"") -> bytes:
     """The file's bytes: one global STT_FUNC symbol per function (anything with
-    ``name``, ``start``, ``end``) in code section ``section_of[i]``.  Section indexes:
+    ``name``, ``start``, ``end``), ``sections[0].count`` of them in the first code
+    section, the next ``sections[1].count`` in the second, and so on.  Section indexes:
     0 null, 1.. code sections, then .eh_frame (when given), .symtab, .strtab,
     .shstrtab."""
     section_names = _Strings()
@@ -89,17 +92,20 @@ def write_elf(sections: Sequence[CodeSection], functions: Sequence, section_of: 
         header(".eh_frame", SHT_PROGBITS, 0, 0, len(body), len(eh_frame), align=8)
         body += eh_frame
     symtab_index = len(headers)
+    # List comprehensions: faster than map(attrgetter) over 10,000s of functions.
     names = [f.name or f"[jit {f.start:#x}]" for f in functions]
+    starts = [f.start for f in functions]
+    sizes = [f.end - f.start for f in functions]
     joined = "\0".join(names)
-    if joined.isascii():  # the usual case: offsets from the names' lengths
+    if joined.isascii():  # the usual case: sizes from the names' lengths
         encoded = joined.encode("ascii")
-        lengths = map(len, names)
+        name_sizes = list(map((1).__add__, map(len, names)))
     else:
         parts = [name.encode("utf-8", "replace") for name in names]
         encoded = b"\0".join(parts)
-        lengths = map(len, parts)
+        name_sizes = list(map((1).__add__, map(len, parts)))
     string_table = b"\0" + encoded + b"\0" if names else b"\0"
-    symbol_table = _symbol_table(lengths, section_of, functions)
+    symbol_table = _symbol_table(sections, name_sizes, starts, sizes)
     _align(body, 8)
     header(".symtab", SHT_SYMTAB, 0, 0, len(body), len(symbol_table), link=symtab_index + 1,
            info=1, align=8, entsize=SYM_SIZE)
