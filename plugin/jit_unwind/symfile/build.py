@@ -30,6 +30,7 @@ MAX_DECODED = 4096            # bytes decoded per function
 DECODABLE = ("function", "shim")
 
 Span = Optional[Tuple[int, int]]  # the JIT mapping holding a function, if known
+Rule = Tuple[int, bytes]  # (bytes covered from the function's start, CFA program)
 
 
 def symbol_file_regions(regions: RegionMap) -> List[Region]:
@@ -141,41 +142,56 @@ def _touching_runs(functions: Sequence[Region], begin: int, end: int
 
 
 def unwind_rules(memory: Memory, functions: Sequence[Region], spans: Sequence[Span]
-                 ) -> List[Tuple[int, int, bytes]]:
-    """(start, bytes covered, CFA program) for every function whose start we can decode:
-    its straight-line code, as far as the decoder understands it (up to its ``ret``, a
-    branch or an instruction it does not know).  Each JIT mapping is read once;
-    identical code (every CPython perf trampoline) is decoded once."""
-    rules = []
-    chunks: Dict[Tuple[int, int], Optional[bytes]] = {}
-    decoded: Dict[bytes, Tuple[int, bytes]] = {}
+                 ) -> Tuple[List[int], List[Rule]]:
+    """The starts of the functions whose start we can decode, and for each (bytes
+    covered, CFA program): its straight-line code, as far as the decoder understands it
+    (up to its ``ret``, a branch or an instruction it does not know).  Each JIT mapping
+    is read once; identical code (every CPython perf trampoline) is decoded once, and
+    its rule is one shared tuple."""
+    starts: List[int] = []
+    rules: List[Rule] = []
+    decoded: Dict[bytes, Rule] = {}
     budget = MAX_CODE_READ
-    for function, span in zip(functions, spans):
-        if function.kind not in DECODABLE:
-            continue
-        if span is None:
-            span = (function.start, function.end)
-        chunk = chunks.get(span, False)
-        if chunk is False:
-            size = span[1] - span[0]
-            chunk = memory.try_read(span[0], size) if 0 < size <= budget else None
-            chunks[span] = chunk
-            budget -= max(size, 0)
-        if chunk is None:
-            continue
-        offset = function.start - span[0]
-        code = chunk[offset:offset + min(function.end - function.start, MAX_DECODED)]
-        found = decoded.get(code)
-        if found is None:
-            steps, covered = decode_steps(code)
-            try:
-                found = (covered, cfa_program(steps)) if covered else (0, b"")
-            except ValueError:  # a rule no CFA program can say: no rules for this code
-                found = (0, b"")
-            decoded[code] = found
-        if found[0]:
-            rules.append((function.start, found[0], found[1]))
-    return rules
+    position = 0
+    for span, group in itertools.groupby(spans):  # one group per JIT mapping
+        size = len(list(group))
+        members = [f for f in functions[position:position + size] if f.kind in DECODABLE]
+        position += size
+        if span is None:  # no mapping known: each function's bytes on their own
+            codes = []
+            for function in members:
+                length = min(function.end - function.start, MAX_DECODED)
+                code = memory.try_read(function.start, length) if 0 < length <= budget else None
+                budget -= max(length, 0)
+                codes.append(code or b"")
+        else:
+            length = span[1] - span[0]
+            chunk = memory.try_read(span[0], length) if 0 < length <= budget else None
+            budget -= max(length, 0)
+            if chunk is None:
+                continue
+            base = span[0]
+            codes = [chunk[f.start - base:f.end - base] for f in members]
+            if codes and max(map(len, codes)) > MAX_DECODED:  # rare: clip only then
+                codes = [code[:MAX_DECODED] for code in codes]
+        for code in dict.fromkeys(codes):  # C-level: each distinct code once
+            if code not in decoded:
+                decoded[code] = _rules_of(code)
+        found = list(map(decoded.__getitem__, codes))
+        starts.extend([function.start for function, rule in zip(members, found) if rule[0]])
+        rules.extend([rule for rule in found if rule[0]])
+    return starts, rules
+
+
+def _rules_of(code: bytes) -> Rule:
+    """(bytes covered, CFA program) of ``code`` from its first byte; (0, b"") without."""
+    if not code:
+        return 0, b""
+    steps, covered = decode_steps(code)
+    try:
+        return (covered, cfa_program(steps)) if covered else (0, b"")
+    except ValueError:  # a rule no CFA program can say: no rules for this code
+        return 0, b""
 
 
 def symbol_file_bytes(memory: Memory, regions: RegionMap, functions: Sequence[Region],
@@ -188,5 +204,5 @@ def symbol_file_bytes(memory: Memory, regions: RegionMap, functions: Sequence[Re
     sections = code_sections(functions, spans)
     kept = sum(section.count for section in sections)
     functions, spans = functions[:kept], spans[:kept]
-    rules = unwind_rules(memory, functions, spans) if with_unwind_rules else []
-    return write_elf(sections, functions, build_eh_frame(rules) if rules else b"")
+    starts, rules = unwind_rules(memory, functions, spans) if with_unwind_rules else ([], [])
+    return write_elf(sections, functions, build_eh_frame(starts, rules) if rules else b"")
