@@ -44,7 +44,8 @@ class SymbolFiles:
         if process.pid() is None:
             return self.discard(), None
         regions = cache.named_regions()
-        functions, spans = select(regions)
+        selection = select(regions)
+        functions = selection.functions
         # Regions are frozen and a perf map's are reused while the file is unchanged,
         # so comparing with the last key is mostly identity checks.
         key = (process.pid(), tuple(functions))  # not key(): LLDB's changes at every stop
@@ -54,8 +55,8 @@ class SymbolFiles:
         self._key = key
         if not functions:
             return old, None
-        data = symbol_file_bytes(process.memory, regions, functions, spans,
-                                 with_unwind_rules=self._unwind_rules)
+        data = symbol_file_bytes(process.memory, regions, functions,
+                                 with_unwind_rules=self._unwind_rules, selection=selection)
         path = self._new_path(process.pid())  # only once there is something to write
         with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
             out.write(data)

@@ -13,7 +13,7 @@ once, and the tables packed in bulk.
 import bisect
 import itertools
 import operator
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..model import Region
 from ..regions import RegionMap
@@ -33,19 +33,29 @@ Span = Optional[Tuple[int, int]]  # the JIT mapping holding a function, if known
 Rule = Tuple[int, bytes]  # (bytes covered from the function's start, CFA program)
 
 
+class Selection(NamedTuple):
+    """The functions of a symbol file (sorted by start, not overlapping), the JIT mapping
+    of each, and their starts and ends (the symbol table's columns, computed once)."""
+
+    functions: List[Region]
+    spans: List[Span]
+    starts: List[int]
+    ends: List[int]
+
+
 def symbol_file_regions(regions: RegionMap) -> List[Region]:
     """The named regions to put in the symbol file, sorted by start, not overlapping."""
-    return select(regions)[0]
+    return select(regions).functions
 
 
-def select(regions: RegionMap) -> Tuple[List[Region], List[Span]]:
+def select(regions: RegionMap) -> Selection:
     """The regions for the symbol file and the JIT mapping of each (None for entries
     outside every known mapping, e.g. a core without a mapping list)."""
     found = _select_in_bulk(regions)
     return found if found is not None else _select_one_by_one(regions)
 
 
-def _select_in_bulk(regions: RegionMap) -> Optional[Tuple[List[Region], List[Span]]]:
+def _select_in_bulk(regions: RegionMap) -> Optional[Selection]:
     """:func:`select` for the usual map (a perf map or CPython's executors): every entry
     inside a JIT mapping, none overlapping another, no JIT interface entries.  A binary
     search per JIT mapping and C-level passes over the entries, which a perf map has by
@@ -54,7 +64,7 @@ def _select_in_bulk(regions: RegionMap) -> Optional[Tuple[List[Region], List[Spa
         return None
     symbols = regions.symbols.items  # sorted by start
     if not symbols:
-        return [], []
+        return Selection([], [], [], [])
     starts = regions.symbols.starts
     ends = [symbol.end for symbol in symbols]  # a list comprehension beats map here
     if not all(map(operator.ge, itertools.islice(starts, 1, None), ends)):
@@ -69,10 +79,11 @@ def _select_in_bulk(regions: RegionMap) -> Optional[Tuple[List[Region], List[Spa
         spans.extend(itertools.repeat((mapping.start, mapping.end), begin - first))
     if begin != len(symbols):
         return None
-    return list(symbols[:MAX_FUNCTIONS]), spans[:MAX_FUNCTIONS]
+    return Selection(list(symbols[:MAX_FUNCTIONS]), spans[:MAX_FUNCTIONS],
+                     starts[:MAX_FUNCTIONS], ends[:MAX_FUNCTIONS])
 
 
-def _select_one_by_one(regions: RegionMap) -> Tuple[List[Region], List[Span]]:
+def _select_one_by_one(regions: RegionMap) -> Selection:
     kept: List[Region] = []
     spans: List[Span] = []
     jit = regions.jit.items  # sorted by start, not overlapping
@@ -103,7 +114,7 @@ def _select_one_by_one(regions: RegionMap) -> Tuple[List[Region], List[Span]]:
         spans.append(span)
         if len(kept) >= MAX_FUNCTIONS:
             break
-    return kept, spans
+    return Selection(kept, spans, [f.start for f in kept], [f.end for f in kept])
 
 
 def code_sections(functions: Sequence[Region], spans: Sequence[Span]) -> List[CodeSection]:
@@ -196,13 +207,23 @@ def _rules_of(code: bytes) -> Rule:
 
 def symbol_file_bytes(memory: Memory, regions: RegionMap, functions: Sequence[Region],
                       spans: Optional[Sequence[Span]] = None,
-                      with_unwind_rules: bool = True) -> bytes:
-    """The ELF for ``functions`` (from :func:`select`, with their ``spans``)."""
-    if spans is None:
-        by_start = dict(zip(*select(regions)))
+                      with_unwind_rules: bool = True,
+                      selection: Optional[Selection] = None) -> bytes:
+    """The ELF for ``functions`` (from :func:`select`, with their ``spans``; or the
+    whole ``selection``)."""
+    starts = ends = None
+    if selection is not None:
+        functions, spans, starts, ends = selection
+    elif spans is None:
+        found = select(regions)
+        by_start = dict(zip(found.functions, found.spans))
         spans = [by_start.get(f, None) for f in functions]
     sections = code_sections(functions, spans)
     kept = sum(section.count for section in sections)
-    functions, spans = functions[:kept], spans[:kept]
-    starts, rules = unwind_rules(memory, functions, spans) if with_unwind_rules else ([], [])
-    return write_elf(sections, functions, build_eh_frame(starts, rules) if rules else b"")
+    if kept < len(functions):
+        functions, spans = functions[:kept], spans[:kept]
+        starts, ends = None, None
+    rule_starts, rules = (unwind_rules(memory, functions, spans) if with_unwind_rules
+                          else ([], []))
+    return write_elf(sections, functions, build_eh_frame(rule_starts, rules) if rules else b"",
+                     starts, ends)

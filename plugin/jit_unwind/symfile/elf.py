@@ -3,11 +3,12 @@ at the code's absolute addresses (the bytes stay the process's), one STT_FUNC sy
 function, and optionally ``.eh_frame``.  A debugger loads it with no offset."""
 
 import itertools
+import operator
 import struct
 import sys
 from array import array
 from dataclasses import dataclass
-from typing import List, Sequence
+from typing import List, Optional, Sequence
 
 ET_EXEC, EM_X86_64 = 2, 62
 SHT_PROGBITS, SHT_SYMTAB, SHT_STRTAB, SHT_NOBITS = 1, 2, 3, 8
@@ -70,12 +71,13 @@ def _symbol_table(sections: Sequence[CodeSection], name_sizes: List[int],
 
 
 def write_elf(sections: Sequence[CodeSection], functions: Sequence,
-              eh_frame: bytes = b"") -> bytes:
+              eh_frame: bytes = b"", starts: Optional[List[int]] = None,
+              ends: Optional[List[int]] = None) -> bytes:
     """The file's bytes: one global STT_FUNC symbol per function (anything with
     ``name``, ``start``, ``end``), ``sections[0].count`` of them in the first code
     section, the next ``sections[1].count`` in the second, and so on.  Section indexes:
     0 null, 1.. code sections, then .eh_frame (when given), .symtab, .strtab,
-    .shstrtab."""
+    .shstrtab.  ``starts`` and ``ends``: the functions' when the caller has them."""
     section_names = _Strings()
     body = bytearray(EHDR_SIZE)
     headers: List[bytes] = [bytes(SHDR_SIZE)]
@@ -94,8 +96,11 @@ def write_elf(sections: Sequence[CodeSection], functions: Sequence,
     symtab_index = len(headers)
     # List comprehensions: faster than map(attrgetter) over 10,000s of functions.
     names = [f.name or f"[jit {f.start:#x}]" for f in functions]
-    starts = [f.start for f in functions]
-    sizes = [f.end - f.start for f in functions]
+    if starts is None or ends is None:
+        starts = [f.start for f in functions]
+        sizes = [f.end - f.start for f in functions]
+    else:
+        sizes = list(map(operator.sub, ends, starts))
     joined = "\0".join(names)
     if joined.isascii():  # the usual case: sizes from the names' lengths
         encoded = joined.encode("ascii")
