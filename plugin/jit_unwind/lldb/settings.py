@@ -14,6 +14,25 @@ SETTINGS = {
                             "frames it runs, as [py] frames with their file and line"],
 }
 
+# LLDB without frame providers (lldb-19): bt names JIT frames through frame-format.
+SETTINGS["frame-format"] = [True, "LLDB without frame providers (e.g. 19): bt names JIT "
+                                  "frames through LLDB's frame-format and thread-format "
+                                  "settings; off gives them back their values (LLDB 22+ "
+                                  "names JIT frames with its frame provider instead)"]
+_ON_CHANGE = {}  # setting name -> callback(debugger, value) run when it is set
+
+
+def on_change(name: str, callback) -> None:
+    """Run ``callback(debugger, value)`` whenever ``jit-unwind NAME on|off`` is given."""
+    _ON_CHANGE[name] = callback
+
+
+def changed(name: str, debugger) -> None:
+    """After ``jit-unwind NAME on|off``: what that setting does beyond its value."""
+    callback = _ON_CHANGE.get(name)
+    if callback is not None:
+        callback(debugger, setting(name))
+
 
 def setting(name: str) -> bool:
     return bool(SETTINGS[name][0])

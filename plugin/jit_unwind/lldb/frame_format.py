@@ -1,0 +1,157 @@
+"""``bt`` names JIT frames in an LLDB without frame providers (Debian's lldb-19), through
+LLDB's ``frame-format`` and ``thread-format`` settings.
+
+LLDB formats each frame line from a format string; ``${script.frame:NAME}`` in it calls
+the Python function NAME (resolved in the script interpreter's session dictionary) with
+the frame and that dictionary, and prints the string it returns.  We insert two entries
+into the formats the user has (LLDB's defaults, unless changed before the import):
+
+- ``${script.frame:jit_unwind_frame_label}`` right after the pc: " NAME" for a JIT
+  frame (the perf map's or CPython's name, else ``[jit START+OFFSET]``, as the frame
+  provider and py-mixed-bt name it), "" for any other frame;
+- ``${script.frame:jit_unwind_frame_gate.native}`` at the start of the scope that prints
+  "module`function": LLDB drops a ``{scope}`` whose entry fails, and a script entry
+  fails, silently, when its name does not resolve.  The gate has the attribute
+  ``native`` only while the frame the label function just saw is no JIT code, so a JIT
+  frame's line shows our name instead of the symbol file's "jit-PID-N.elf`NAME + 16".
+
+Native frames print exactly as before (both entries give "").  The label function
+reads the per-stop cache (``state.cache_for``): a region lookup per frame.  LLDB 22+
+names JIT frames with its frame provider: there the formats are left alone.
+"""
+
+from typing import Optional
+
+import lldb
+
+from ..naming import jit_frame_name
+from .state import cache_for
+
+SETTING = "frame-format"  # jit-unwind frame-format on|off
+LABEL = "jit_unwind_frame_label"
+GATE = "jit_unwind_frame_gate"
+FORMATS = ("frame-format", "thread-format")
+PC = "${frame.pc}"
+MODULE_SCOPE = "{ ${module.file.basename}"
+
+# setting name -> the value it had before we changed it (restored by uninstall())
+_saved = {}
+
+
+class _Gate:
+    """Has ``native`` (a script function printing "") unless the last frame labelled
+    was JIT code; LLDB then finds no such function and drops the module scope."""
+
+    def __init__(self) -> None:
+        self.jit = False
+
+    def __getattr__(self, name):  # only for attributes not found the usual way
+        if name == "native" and not self.jit:
+            return _nothing
+        raise AttributeError(name)
+
+
+def _nothing(frame, internal_dict) -> str:
+    return ""
+
+
+GATE_OBJECT = _Gate()
+
+
+def jit_name(frame: "lldb.SBFrame") -> Optional[str]:
+    """The name of ``frame`` when it runs JIT code, else None."""
+    process = frame.GetThread().GetProcess()
+    if not process.IsValid():
+        return None
+    pc = frame.GetPC()
+    if pc in (0, lldb.LLDB_INVALID_ADDRESS):
+        return None
+    innermost = frame.GetFrameID() == 0
+    cache = cache_for(process)
+    if cache.regions().jit_region_at(pc if innermost else pc - 1) is None:
+        return None  # most frames: one lookup in this stop's region map
+    return jit_frame_name(cache.named_regions(), pc, innermost)
+
+
+def frame_label(frame: "lldb.SBFrame", internal_dict=None) -> str:
+    """``${script.frame:jit_unwind_frame_label}``: " NAME" for a JIT frame, else ""."""
+    GATE_OBJECT.jit = False
+    try:
+        name = jit_name(frame)
+    except Exception:  # never a traceback in a backtrace: LLDB's own line
+        return ""
+    if not name:
+        return ""
+    GATE_OBJECT.jit = True
+    return " " + name
+
+
+def with_label(value: str) -> Optional[str]:
+    """``value`` (a format string) with the label and the gate inserted, or None when
+    it has no pc to put the label after (the user's own format: left alone)."""
+    if LABEL in value:
+        return value
+    at = value.find(PC)
+    if at < 0:
+        return None
+    at += len(PC)
+    if value.startswith("${ansi.normal}", at):  # the pc's colour ends first
+        at += len("${ansi.normal}")
+    label = f"${{script.frame:{LABEL}}}"
+    result = value[:at] + label + value[at:]
+    scope = result.find(MODULE_SCOPE, at + len(label))
+    if scope >= 0:
+        result = result[:scope + 1] + f"${{script.frame:{GATE}.native}}" + result[scope + 1:]
+    return result
+
+
+def _current(debugger: "lldb.SBDebugger", name: str) -> Optional[str]:
+    """A format setting's value as set (LLDB shows it quoted, with "`" escaped)."""
+    values = debugger.GetInternalVariableValue(name, debugger.GetInstanceName())
+    if values is None or values.GetSize() != 1:
+        return None
+    shown = values.GetStringAtIndex(0)
+    if len(shown) < 2 or shown[0] != '"' or shown[-1] != '"':
+        return None
+    return shown[1:-1].replace("\\`", "`")
+
+
+def _set(debugger: "lldb.SBDebugger", name: str, value: str) -> bool:
+    return debugger.SetInternalVariable(name, value, debugger.GetInstanceName()).Success()
+
+
+def install(debugger: "lldb.SBDebugger", internal_dict: dict) -> None:
+    """At import, in an LLDB without frame providers: the script functions into the
+    session dictionary, and the label into the formats unless the setting is off."""
+    from .registration import providers_supported
+    from .settings import on_change, setting
+    if providers_supported():
+        return
+    internal_dict[LABEL] = frame_label
+    internal_dict[GATE] = GATE_OBJECT
+    on_change(SETTING, lambda debugger, on: (apply if on else uninstall)(debugger))
+    if setting(SETTING):
+        apply(debugger)
+
+
+def apply(debugger: "lldb.SBDebugger") -> None:
+    """Put the label into ``debugger``'s frame and thread formats (once)."""
+    for name in FORMATS:
+        if name in _saved:
+            continue
+        value = _current(debugger, name)
+        new = with_label(value) if value is not None else None
+        if new is None or new == value:
+            continue
+        if _set(debugger, name, new):
+            _saved[name] = value
+
+
+def uninstall(debugger: "lldb.SBDebugger") -> None:
+    """Give the formats back their values from before install(), where they still
+    are ours (a format the user changed since stays the user's)."""
+    for name, value in list(_saved.items()):
+        current = _current(debugger, name)
+        if current is None or LABEL in current:
+            _set(debugger, name, value)
+        del _saved[name]
