@@ -3,21 +3,26 @@ LLDB's ``frame-format`` and ``thread-format`` settings.
 
 LLDB formats each frame line from a format string; ``${script.frame:NAME}`` in it calls
 the Python function NAME (resolved in the script interpreter's session dictionary) with
-the frame and that dictionary, and prints the string it returns.  We insert two entries
-into the formats the user has (LLDB's defaults, unless changed before the import):
+the frame and that dictionary, and prints the string it returns.  LLDB drops a
+``{scope}`` whose entries do not all succeed; a script entry fails, silently, when its
+name does not resolve (a function raising prints a traceback and succeeds).  We insert
+two entries into the formats the user has (LLDB's defaults unless changed before the
+import):
 
-- ``${script.frame:jit_unwind_frame_label}`` right after the pc: " NAME" for a JIT
-  frame (the perf map's or CPython's name, else ``[jit START+OFFSET]``, as the frame
-  provider and py-mixed-bt name it), "" for any other frame;
+- ``{${frame.no-debug}${script.frame:jit_unwind_frame_label}}`` right after the pc: " NAME"
+  for a JIT frame (the perf map's or CPython's name, else ``[jit START+OFFSET]``, as the
+  frame provider and py-mixed-bt name it), "" for any other frame; called only for
+  frames without debug information (JIT code has none);
 - ``${script.frame:jit_unwind_frame_gate.native}`` at the start of the scope that prints
-  "module`function": LLDB drops a ``{scope}`` whose entry fails, and a script entry
-  fails, silently, when its name does not resolve.  The gate has the attribute
-  ``native`` only while the frame the label function just saw is no JIT code, so a JIT
-  frame's line shows our name instead of the symbol file's "jit-PID-N.elf`NAME + 16".
+  "module`function": the gate has no attribute ``native`` right after the label
+  function saw JIT code, so a JIT frame's line shows our name instead of the symbol
+  file's "jit-PID-N.elf`NAME + 16".
 
-Native frames print exactly as before (both entries give "").  The label function
-reads the per-stop cache (``state.cache_for``): a region lookup per frame.  LLDB 22+
-names JIT frames with its frame provider: there the formats are left alone.
+Native frames print exactly as before (both entries give "").  Each script entry costs
+LLDB about 100 µs (it sets up the Python session each time): one per frame with debug
+information, two per frame without.  The label function reads the per-stop cache
+(``state.cache_for``): a region lookup per frame.  LLDB 22+ names JIT frames with its
+frame provider: there the formats are left alone.
 """
 
 from typing import Optional
@@ -39,15 +44,19 @@ _saved = {}
 
 
 class _Gate:
-    """Has ``native`` (a script function printing "") unless the last frame labelled
-    was JIT code; LLDB then finds no such function and drops the module scope."""
+    """Has ``native`` (a script function printing "") unless the label function has
+    just seen JIT code; LLDB then finds no such function and drops the module scope.
+    A failed lookup asks once and resets the gate: the next frame's label function may
+    not run (a frame with debug information)."""
 
     def __init__(self) -> None:
         self.jit = False
 
     def __getattr__(self, name):  # only for attributes not found the usual way
-        if name == "native" and not self.jit:
-            return _nothing
+        if name == "native":
+            if not self.jit:
+                return _nothing
+            self.jit = False
         raise AttributeError(name)
 
 
@@ -97,7 +106,7 @@ def with_label(value: str) -> Optional[str]:
     at += len(PC)
     if value.startswith("${ansi.normal}", at):  # the pc's colour ends first
         at += len("${ansi.normal}")
-    label = f"${{script.frame:{LABEL}}}"
+    label = f"{{${{frame.no-debug}}${{script.frame:{LABEL}}}}}"
     result = value[:at] + label + value[at:]
     scope = result.find(MODULE_SCOPE, at + len(label))
     if scope >= 0:
