@@ -38,6 +38,9 @@ GATE = "jit_unwind_frame_gate"
 FORMATS = ("frame-format", "thread-format")
 PC = "${frame.pc}"
 MODULE_SCOPE = "{ ${module.file.basename}"
+LINE_SCOPE = "{ at "
+NO_LINE = "${frame.no-debug}"  # LLDB: the frame's pc has no line entry
+GATE_ENTRY = "${script.frame:" + GATE + ".native}"
 
 # setting name -> the value it had before we changed it (restored by uninstall())
 _saved = {}
@@ -95,9 +98,32 @@ def frame_label(frame: "lldb.SBFrame", internal_dict=None) -> str:
     return " " + name
 
 
+def scope_end(text: str, start: int) -> Optional[int]:
+    """The index after the ``{scope}`` opening at ``text[start]`` (escapes skipped)."""
+    depth, index = 0, start
+    while index < len(text):
+        char = text[index]
+        if char == "\\":
+            index += 2
+            continue
+        if char == "{":
+            depth += 1
+        elif char == "}":
+            depth -= 1
+            if depth == 0:
+                return index + 1
+        index += 1
+    return None
+
+
 def with_label(value: str) -> Optional[str]:
     """``value`` (a format string) with the label and the gate inserted, or None when
-    it has no pc to put the label after (the user's own format: left alone)."""
+    it has no pc to put the label after (the user's own format: left alone).
+
+    Where the "module`function" scope is followed by the " at file:line" scope, as in
+    LLDB's formats, the two become one scope (printed when the frame has a line entry,
+    as both were) and a copy of the first for frames without one, which alone holds
+    the gate: frames with debug information cost no script call at all."""
     if LABEL in value:
         return value
     at = value.find(PC)
@@ -106,12 +132,21 @@ def with_label(value: str) -> Optional[str]:
     at += len(PC)
     if value.startswith("${ansi.normal}", at):  # the pc's colour ends first
         at += len("${ansi.normal}")
-    label = f"{{${{frame.no-debug}}${{script.frame:{LABEL}}}}}"
+    label = f"{{{NO_LINE}${{script.frame:{LABEL}}}}}"
     result = value[:at] + label + value[at:]
-    scope = result.find(MODULE_SCOPE, at + len(label))
-    if scope >= 0:
-        result = result[:scope + 1] + f"${{script.frame:{GATE}.native}}" + result[scope + 1:]
-    return result
+    start = result.find(MODULE_SCOPE, at + len(label))
+    end = scope_end(result, start) if start >= 0 else None
+    if end is None:
+        return result
+    module = result[start:end]
+    gated = "{" + GATE_ENTRY + module[1:]
+    if result.startswith(LINE_SCOPE, end):
+        line_end = scope_end(result, end)
+        if line_end is not None:
+            line = result[end:line_end]
+            both = module[:-1] + line[1:-1] + "}"
+            return result[:start] + both + "{" + NO_LINE + gated[1:] + result[line_end:]
+    return result[:start] + gated + result[end:]
 
 
 def _current(debugger: "lldb.SBDebugger", name: str) -> Optional[str]:
