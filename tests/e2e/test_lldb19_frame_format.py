@@ -164,3 +164,22 @@ def test_lldb23_keeps_its_formats():
     assert LABEL not in after
     assert before.split("(lldb) settings show frame-format")[1] == \
         after.split("(lldb) settings show frame-format")[1]
+
+
+def test_stopped_in_jit_code(tmp_path):
+    """Frame 0 in JIT code: the stop's frame line, thread list (thread-format) and bt
+    name it."""
+    program = [fixture_binary("toyjit"), "fp", "1", "breakpoint", "--perf-map"]
+    jit_return = ("script target = lldb.debugger.GetSelectedTarget(); "
+                  "target.BreakpointCreateByAddress(target.GetProcess()."
+                  "GetSelectedThread().GetFrameAtIndex(2).GetPC())")
+    output = run_lldb19(tmp_path, ["breakpoint set -n toy_stop", *live(program)],
+                        [jit_return, "continue", "thread list", "bt 2", "kill"])
+    stop = section(output, "continue")
+    assert re.search(r"^    frame #0: 0x[0-9a-f]+ toy::jit_fp$", stop, re.M), output
+    assert re.search(r"^\* thread #1: tid = \d+, 0x[0-9a-f]+ toy::jit_fp, name = ",
+                     section(output, "thread list"), re.M), output
+    assert re.search(r"^  \* frame #0: 0x[0-9a-f]+ toy::jit_fp$", section(output, "bt 2"),
+                     re.M), output
+    assert re.search(r"^    frame #1: 0x[0-9a-f]+ toyjit`call_jit\(depth=0\) at toyjit\.c:",
+                     section(output, "bt 2"), re.M), output
