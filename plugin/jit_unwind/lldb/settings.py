@@ -4,6 +4,8 @@ those off with ``disable frame-filter global jit-unwind``)."""
 
 import sys
 
+import lldb
+
 # name -> (value, help)
 SETTINGS = {
     "show-method": [False, "suffix each JIT frame in bt with the strategy that unwound it, "
@@ -14,11 +16,12 @@ SETTINGS = {
                             "frames it runs, as [py] frames with their file and line"],
 }
 
-# LLDB without frame providers (lldb-19): bt names JIT frames through frame-format.
-SETTINGS["frame-format"] = [True, "LLDB without frame providers (e.g. 19): bt names JIT "
-                                  "frames through LLDB's frame-format and thread-format "
-                                  "settings; off gives them back their values (LLDB 22+ "
-                                  "names JIT frames with its frame provider instead)"]
+# LLDB without frame providers (lldb-19): bt names JIT frames through frame-format
+# (LLDB 22+ names them with its frame provider: no such setting there).
+if not hasattr(lldb.SBTarget, "RegisterScriptedFrameProvider"):
+    SETTINGS["frame-format"] = [True, "name JIT frames in bt through LLDB's frame-format "
+                                      "and thread-format settings (this LLDB has no frame "
+                                      "providers); off gives both their values back"]
 _ON_CHANGE = {}  # setting name -> callback(debugger, value) run when it is set
 
 
