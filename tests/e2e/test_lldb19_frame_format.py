@@ -183,3 +183,21 @@ def test_stopped_in_jit_code(tmp_path):
                      re.M), output
     assert re.search(r"^    frame #1: 0x[0-9a-f]+ toyjit`call_jit\(depth=0\) at toyjit\.c:",
                      section(output, "bt 2"), re.M), output
+
+
+def test_user_formats_respected(tmp_path):
+    """A format set after the import stays the user's when the setting goes off, and
+    with on (it has no pc to put a name after); one set back to LLDB's default
+    (settings clear) gets the label again with on."""
+    program = [fixture_binary("toyjit"), "fp", "1", "sigtrap", "--perf-map"]
+    mine = 'settings set thread-format "mine ${thread.index}\\n"'
+    output = run_lldb19(tmp_path, live(program),
+                        [mine, "jit-unwind frame-format off", "settings show thread-format",
+                         "settings clear frame-format", "jit-unwind frame-format on",
+                         "bt 5", "settings show thread-format", "kill"])
+    assert section(output, "settings show thread-format", 1).startswith(
+        'thread-format (format-string) = "mine ${thread.index}\\n"'), output
+    assert section(output, "settings show thread-format", 2).startswith(
+        'thread-format (format-string) = "mine ${thread.index}\\n"'), output
+    assert re.search(r"frame #\d+: 0x[0-9a-f]+ toy::jit_fp$", section(output, "bt 5"),
+                     re.M), output

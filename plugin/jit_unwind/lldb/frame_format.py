@@ -42,7 +42,7 @@ LINE_SCOPE = "{ at "
 NO_LINE = "${frame.no-debug}"  # LLDB: the frame's pc has no line entry
 GATE_ENTRY = "${script.frame:" + GATE + ".native}"
 
-# setting name -> the value it had before we changed it (restored by uninstall())
+# (debugger id, setting name) -> its value before we changed it (restored by uninstall())
 _saved = {}
 
 
@@ -179,23 +179,24 @@ def install(debugger: "lldb.SBDebugger", internal_dict: dict) -> None:
 
 
 def apply(debugger: "lldb.SBDebugger") -> None:
-    """Put the label into ``debugger``'s frame and thread formats (once)."""
+    """Put the label into ``debugger``'s frame and thread formats where they have none
+    (at import, after ``jit-unwind frame-format on``, after ``settings clear``)."""
     for name in FORMATS:
-        if name in _saved:
-            continue
         value = _current(debugger, name)
-        new = with_label(value) if value is not None else None
-        if new is None or new == value:
+        if value is None or LABEL in value:
             continue
-        if _set(debugger, name, new):
-            _saved[name] = value
+        new = with_label(value)
+        if new is not None and _set(debugger, name, new):
+            _saved[(debugger.GetID(), name)] = value
 
 
 def uninstall(debugger: "lldb.SBDebugger") -> None:
-    """Give the formats back their values from before install(), where they still
-    are ours (a format the user changed since stays the user's)."""
-    for name, value in list(_saved.items()):
-        current = _current(debugger, name)
-        if current is None or LABEL in current:
-            _set(debugger, name, value)
-        del _saved[name]
+    """Give ``debugger``'s formats back the values they had before apply(), where they
+    are still ours (a format the user set since stays the user's)."""
+    for key, value in list(_saved.items()):
+        if key[0] != debugger.GetID():
+            continue
+        current = _current(debugger, key[1])
+        if current is not None and LABEL in current:
+            _set(debugger, key[1], value)
+        del _saved[key]
