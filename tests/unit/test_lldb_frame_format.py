@@ -29,7 +29,8 @@ def test_frame_format():
     expected = FRAME.replace(
         "${frame.pc}${ansi.normal}", "${frame.pc}${ansi.normal}" + label).replace(
         MODULE + LINE,
-        MODULE[:-1] + LINE[1:-1] + "}" + "{${frame.no-debug}" + GATE_ENTRY + MODULE[1:])
+        MODULE[:-1] + LINE[1:-1] + "}" + "{${frame.no-debug}" + MODULE[1:-1] + GATE_ENTRY
+        + "}")
     assert with_label(FRAME) == expected
     assert with_label(expected) == expected  # once only
 

@@ -19,8 +19,10 @@ import):
   file's "jit-PID-N.elf`NAME + 16".
 
 Native frames print exactly as before (both entries give "").  Each script entry costs
-LLDB about 100 µs (it sets up the Python session each time): one per frame with debug
-information, two per frame without.  The label function reads the per-stop cache
+LLDB about 100 µs (it sets up its Python session for each): in LLDB's own formats none
+runs for a frame with a line entry, one for a JIT frame outside any module, two for
+other frames (JIT code in the symbol file, native code without line information);
+bench/lldb19_frame_format.py measures it.  The label function reads the per-stop cache
 (``state.cache_for``): a region lookup per frame.  LLDB 22+ names JIT frames with its
 frame provider: there the formats are left alone.
 """
@@ -139,14 +141,18 @@ def with_label(value: str) -> Optional[str]:
     if end is None:
         return result
     module = result[start:end]
-    gated = "{" + GATE_ENTRY + module[1:]
     if result.startswith(LINE_SCOPE, end):
         line_end = scope_end(result, end)
         if line_end is not None:
             line = result[end:line_end]
             both = module[:-1] + line[1:-1] + "}"
-            return result[:start] + both + "{" + NO_LINE + gated[1:] + result[line_end:]
-    return result[:start] + gated + result[end:]
+            # The gate last: LLDB prints a scope once all of it succeeded, and a frame
+            # without a module (JIT code without the symbol file) fails before it:
+            # one script call fewer.  The label ran for every frame that gets here.
+            gated = "{" + NO_LINE + module[1:-1] + GATE_ENTRY + "}"
+            return result[:start] + both + gated + result[line_end:]
+    # The gate first, where it runs for every frame: it resets itself after a JIT frame.
+    return result[:start] + "{" + GATE_ENTRY + module[1:] + result[end:]
 
 
 def _current(debugger: "lldb.SBDebugger", name: str) -> Optional[str]:
