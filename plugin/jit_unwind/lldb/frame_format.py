@@ -12,11 +12,11 @@ import):
 - ``{${frame.no-debug}${script.frame:jit_unwind_frame_label}}`` right after the pc: " NAME"
   for a JIT frame (the perf map's or CPython's name, else ``[jit START+OFFSET]``, as the
   frame provider and py-mixed-bt name it), "" for any other frame; called only for
-  frames without debug information (JIT code has none);
-- ``${script.frame:jit_unwind_frame_gate.native}`` at the start of the scope that prints
-  "module`function": the gate has no attribute ``native`` right after the label
-  function saw JIT code, so a JIT frame's line shows our name instead of the symbol
-  file's "jit-PID-N.elf`NAME + 16".
+  frames whose pc has no line entry (``${frame.no-debug}``: JIT code has none);
+- ``${script.frame:jit_unwind_frame_gate.native}`` in the scope that prints
+  "module`function" (see with_label): the gate has no attribute ``native`` right after
+  the label function saw JIT code, so a JIT frame's line shows our name instead of the
+  symbol file's "jit-PID-N.elf`NAME + 16".
 
 Native frames print exactly as before (both entries give "").  Each script entry costs
 LLDB about 100 µs (it sets up its Python session for each): in LLDB's own formats none
