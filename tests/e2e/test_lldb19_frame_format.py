@@ -134,6 +134,8 @@ CORES = {
     "toyjit-mixed-perf-map": (lambda: [fixture_binary("toyjit"), "mixed", "3", "sigtrap",
                                        "--perf-map"], {},
                               lambda name: name.startswith("toy::")),
+    "toyjit-fp": (lambda: [fixture_binary("toyjit"), "fp", "3", "sigtrap"], {},
+                  lambda name: re.fullmatch(r"\[jit 0x[0-9a-f]+\+0x[0-9a-f]+\]", name)),
     "cpython-3.14-jit": (lambda: [jit_python("3.14"), SCRIPT], {"PYTHON_JIT": "1"},
                          lambda name: name.startswith("[jit")),
 }
