@@ -9,7 +9,7 @@ off in turn (LLDB keeps a stop's frames, so these measure printing the lines: wh
 format changes), typed as a user would (a command file).  The first ``bt`` of the stop
 is not counted.  Medians of the CPU time of the LLDB process.
 
-* deepstack 2000 (2,006 frames, all with line entries: no script call), with and without
+* deepstack 2000 (2,008 frames in lldb-19, all with line entries: no script call), with and without
   a page of JIT code: ratio on / off.
 * toyjit fp 1999 sigtrap: 2,000 frame-pointer JIT frames that LLDB 19 unwinds by
   itself, outside any module (one script call each); with --perf-map, inside the symbol
