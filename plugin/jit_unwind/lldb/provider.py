@@ -77,6 +77,12 @@ class NamedFrame(ScriptedFrame):
 # function at that address, not its caller.
 
 
+def _only_inputs(steps, count: int) -> bool:
+    """The walk kept every one of LLDB's frames as it was (no JIT code on this stack)."""
+    return len(steps) == count and all(step.index == index
+                                       for index, step in enumerate(steps))
+
+
 class JitFrameProvider(ScriptedFrameProvider):
     def __init__(self, input_frames, args):
         super().__init__(input_frames, args)
@@ -108,6 +114,10 @@ class JitFrameProvider(ScriptedFrameProvider):
             steps = cache.per_stop(key, lambda: ThreadWalk(
                 cache.process.target, cache, inputs).run())
             if steps is PASSTHROUGH:
+                return False
+            if not python and _only_inputs(steps, count):
+                for step in steps:  # py-mixed-bt reads the output frames: LLDB's own
+                    step.position = step.index
                 return False
             return self._output(cache, steps, inputs, python)
         except Exception:  # never a traceback, never fewer frames: LLDB's own frames
