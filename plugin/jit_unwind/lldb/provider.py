@@ -87,6 +87,7 @@ class JitFrameProvider(ScriptedFrameProvider):
     def __init__(self, input_frames, args):
         super().__init__(input_frames, args)
         self._frames = None
+        self._input_count = None
 
     @staticmethod
     def get_description():
@@ -96,7 +97,9 @@ class JitFrameProvider(ScriptedFrameProvider):
         if self._frames is None:
             self._frames = self._build()
         if self._frames is False:  # no JIT code, no Python: LLDB's own frames
-            return index if index < self.input_frames.GetSize() else None
+            if self._input_count is None:  # SBFrameList.GetSize costs ~30 µs a call
+                self._input_count = self.input_frames.GetSize()
+            return index if index < self._input_count else None
         if index >= len(self._frames):
             return None
         return self._frames[index]
