@@ -95,6 +95,12 @@ def test_symbols_and_sections_name_every_function_at_its_address(tmp_path):
         assert section["sh_flags"] & 0x6 == 0x6  # alloc, execinstr
         assert section["sh_addr"] <= region.start and region.end <= (
             section["sh_addr"] + section["sh_size"])
+    # A PT_LOAD without file bytes per code section: LLDB's module size (and with it
+    # lldb-19's `process save-core`) comes from it.
+    sections = [s for s in elf.iter_sections() if s["sh_type"] == "SHT_NOBITS"]
+    segments = [(p["p_vaddr"], p["p_memsz"], p["p_filesz"]) for p in elf.iter_segments()
+                if p["p_type"] == "PT_LOAD"]
+    assert segments == [(s["sh_addr"], s["sh_size"], 0) for s in sections] != []
 
 
 def test_cpython_312_trampoline_rules(tmp_path):

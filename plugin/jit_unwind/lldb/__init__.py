@@ -12,6 +12,7 @@ def install(debugger: "lldb.SBDebugger", internal_dict: dict) -> None:
     from . import commands, registration
     commands.add_commands(debugger)
     from . import symfile; symfile.install(debugger)  # names JIT code outside bt too
+    from . import frame_format; frame_format.install(debugger, internal_dict)  # lldb-19's bt
     if registration.providers_supported():  # LLDB 22+; the commands work without
         from . import provider  # noqa: F401
         registration.install_registration(debugger)

@@ -9,7 +9,7 @@ from ..commands import CommandError
 from ..commands.jit_regions import HELP as JIT_REGIONS_HELP, jit_regions
 from ..commands.mixed_bt import HELP as MIXED_BT_HELP, py_mixed_bt
 from .registration import ensure_provider, refresh_providers
-from .settings import SETTINGS, set_setting, show_method
+from .settings import SETTINGS, changed, set_setting, show_method
 from .state import cache_for
 
 
@@ -123,6 +123,7 @@ class JitUnwindSettings(_Command):
         try:
             result.AppendMessage(self.run(None, command))
             if command.split():
+                changed(command.split()[0], debugger)
                 refresh_providers(debugger)  # bt shows the new setting at this stop
         except CommandError as error:
             result.SetError(str(error))

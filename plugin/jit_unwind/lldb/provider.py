@@ -77,10 +77,17 @@ class NamedFrame(ScriptedFrame):
 # function at that address, not its caller.
 
 
+def _only_inputs(steps, count: int) -> bool:
+    """The walk kept every one of LLDB's frames as it was (no JIT code on this stack)."""
+    return len(steps) == count and all(step.index == index
+                                       for index, step in enumerate(steps))
+
+
 class JitFrameProvider(ScriptedFrameProvider):
     def __init__(self, input_frames, args):
         super().__init__(input_frames, args)
         self._frames = None
+        self._input_count = None
 
     @staticmethod
     def get_description():
@@ -90,7 +97,9 @@ class JitFrameProvider(ScriptedFrameProvider):
         if self._frames is None:
             self._frames = self._build()
         if self._frames is False:  # no JIT code, no Python: LLDB's own frames
-            return index if index < self.input_frames.GetSize() else None
+            if self._input_count is None:  # SBFrameList.GetSize costs ~30 µs a call
+                self._input_count = self.input_frames.GetSize()
+            return index if index < self._input_count else None
         if index >= len(self._frames):
             return None
         return self._frames[index]
@@ -108,6 +117,10 @@ class JitFrameProvider(ScriptedFrameProvider):
             steps = cache.per_stop(key, lambda: ThreadWalk(
                 cache.process.target, cache, inputs).run())
             if steps is PASSTHROUGH:
+                return False
+            if not python and _only_inputs(steps, count):
+                for step in steps:  # py-mixed-bt reads the output frames: LLDB's own
+                    step.position = step.index
                 return False
             return self._output(cache, steps, inputs, python)
         except Exception:  # never a traceback, never fewer frames: LLDB's own frames

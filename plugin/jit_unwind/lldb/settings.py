@@ -4,6 +4,8 @@ those off with ``disable frame-filter global jit-unwind``)."""
 
 import sys
 
+import lldb
+
 # name -> (value, help)
 SETTINGS = {
     "show-method": [False, "suffix each JIT frame in bt with the strategy that unwound it, "
@@ -13,6 +15,26 @@ SETTINGS = {
     "python-frames": [True, "list under each eval-loop and JIT frame of bt the Python "
                             "frames it runs, as [py] frames with their file and line"],
 }
+
+# LLDB without frame providers (lldb-19): bt names JIT frames through frame-format
+# (LLDB 22+ names them with its frame provider: no such setting there).
+if not hasattr(lldb.SBTarget, "RegisterScriptedFrameProvider"):
+    SETTINGS["frame-format"] = [True, "name JIT frames in bt through LLDB's frame-format "
+                                      "and thread-format settings (this LLDB has no frame "
+                                      "providers); off gives both their values back"]
+_ON_CHANGE = {}  # setting name -> callback(debugger, value) run when it is set
+
+
+def on_change(name: str, callback) -> None:
+    """Run ``callback(debugger, value)`` whenever ``jit-unwind NAME on|off`` is given."""
+    _ON_CHANGE[name] = callback
+
+
+def changed(name: str, debugger) -> None:
+    """After ``jit-unwind NAME on|off``: what that setting does beyond its value."""
+    callback = _ON_CHANGE.get(name)
+    if callback is not None:
+        callback(debugger, setting(name))
 
 
 def setting(name: str) -> bool:

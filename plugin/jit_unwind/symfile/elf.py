@@ -14,7 +14,8 @@ ET_EXEC, EM_X86_64 = 2, 62
 SHT_PROGBITS, SHT_SYMTAB, SHT_STRTAB, SHT_NOBITS = 1, 2, 3, 8
 SHF_ALLOC, SHF_EXECINSTR = 0x2, 0x4
 STB_GLOBAL, STT_FUNC = 1, 2
-EHDR_SIZE, SHDR_SIZE, SYM_SIZE = 64, 64, 24
+PT_LOAD, PF_X, PF_R = 1, 0x1, 0x4
+EHDR_SIZE, PHDR_SIZE, SHDR_SIZE, SYM_SIZE = 64, 56, 64, 24
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,11 @@ def write_elf(sections: Sequence[CodeSection], functions: Sequence,
     0 null, 1.. code sections, then .eh_frame (when given), .symtab, .strtab,
     .shstrtab.  ``starts`` and ``ends``: the functions' when the caller has them."""
     section_names = _Strings()
-    body = bytearray(EHDR_SIZE)
+    # One PT_LOAD (no file bytes) per code section: LLDB takes a module's base address
+    # and size from its first PT_LOAD, and its core writer refuses a module without one.
+    body = bytearray(EHDR_SIZE) + b"".join(
+        struct.pack("<IIQQQQQQ", PT_LOAD, PF_R | PF_X, 0, section.start, section.start, 0,
+                    section.size, 16) for section in sections)
     headers: List[bytes] = [bytes(SHDR_SIZE)]
 
     def header(name, kind, flags, address, offset, size, link=0, info=0, align=1, entsize=0):
@@ -127,6 +132,7 @@ def write_elf(sections: Sequence[CodeSection], functions: Sequence,
         body += entry
     ident = b"\x7fELF" + bytes([2, 1, 1, 0]) + bytes(8)  # 64-bit, little-endian, SysV
     body[:EHDR_SIZE] = ident + struct.pack(
-        "<HHIQQQIHHHHHH", ET_EXEC, EM_X86_64, 1, 0, 0, section_headers_offset, 0,
-        EHDR_SIZE, 0, 0, SHDR_SIZE, len(headers), shstrtab_index)
+        "<HHIQQQIHHHHHH", ET_EXEC, EM_X86_64, 1, 0, EHDR_SIZE if sections else 0,
+        section_headers_offset, 0, EHDR_SIZE, PHDR_SIZE, len(sections), SHDR_SIZE,
+        len(headers), shstrtab_index)
     return bytes(body)
