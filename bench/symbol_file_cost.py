@@ -9,9 +9,10 @@ built from tests/fixtures/manyjit.c when missing or older) to its SIGTRAP with
 ``set jit-unwind symbol-file off``, then, inside GDB:
 
 * first bt: the first ``bt`` after the stop (what a user waits for);
-* load: ``set jit-unwind symbol-file on``: choose the regions, decode their unwind rules,
-  write the ELF, ``add-symbol-file`` it (what every stop whose JIT code changed costs);
-* bt after: the next ``bt`` (GDB now also reads the file's .eh_frame).
+* load: ``set jit-unwind symbol-file on``: choose the regions, write the ELF (names and
+  addresses; GDB's file has no unwind rules), ``add-symbol-file`` it (what every stop
+  whose JIT code changed costs);
+* bt after: the next ``bt`` (GDB's frame cache was flushed by the new object file).
 
 Twice: live (the stop already read the perf map, so the first bt is warm in that
 respect) and on a core file of the same process (gcore), loaded with ``core-file``
