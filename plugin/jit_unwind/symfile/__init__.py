@@ -1,6 +1,6 @@
 """A symbol file for the JIT code of this stop: an ELF the debugger loads so that JIT
 functions have names everywhere (frame lines, ``info symbol``, ``x/i``, ``break``), and
-unwind rules (``.eh_frame``) for the code whose stack effect we decoded.
+for LLDB unwind rules (``.eh_frame``) for the code whose stack effect we decoded.
 
 :class:`SymbolFiles` decides, once per stop, whether the named regions changed; if so
 it writes a new file into a private temporary directory and tells the adapter which
