@@ -19,9 +19,9 @@ import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from tests.lldb_driver import LLDB_INIT, run_lldb
+from tests.lldb_driver import LLDB_INIT, WAIT_FOR_PROVIDER, run_lldb
 from tests.support import GDB_BINARIES, PRINT_PID, run_gdb
 
 MIXED_JSON = "py-mixed-bt --json --all-threads"
@@ -62,25 +62,19 @@ class Transcript:
 
 def _split(whole: str, commands: Sequence[str], prompt: str) -> List[str]:
     """What each command printed, from a transcript that echoes each one as
-    ``PROMPT COMMAND`` before its output (in order)."""
-    outputs: List[str] = []
+    ``PROMPT COMMAND`` before its output (in order); "" for a command not echoed."""
+    spans: List[Optional[Tuple[int, int]]] = []  # (echo, output) offsets
     position = 0
-    starts = []
     for command in commands:
         start = whole.find(f"{prompt}{command}\n", position)
         if start < 0:
-            starts.append(None)
+            spans.append(None)
             continue
         position = start + len(prompt) + len(command) + 1
-        starts.append((start, position))
-    found = [s for s in starts if s is not None]
-    for index, start in enumerate(starts):
-        if start is None:
-            outputs.append("")
-            continue
-        later = [s[0] for s in found if s[0] > start[0]]
-        outputs.append(whole[start[1]:min(later) if later else len(whole)])
-    return outputs
+        spans.append((start, position))
+    found = [span for span in spans if span is not None]
+    ends = {span: following[0] for span, following in zip(found, found[1:])}
+    return [whole[span[1]:ends.get(span, len(whole))] if span else "" for span in spans]
 
 
 @dataclass
@@ -153,7 +147,6 @@ class Lldb23Driver(Driver):
         return self._transcript(whole, commands)
 
     def open_core(self, program, core, commands):
-        from tests.lldb_driver import WAIT_FOR_PROVIDER
         whole = run_lldb([WAIT_FOR_PROVIDER, *commands], [str(program[0])], core=core)
         return self._transcript(whole, commands)
 
