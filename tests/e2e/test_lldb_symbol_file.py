@@ -11,13 +11,13 @@ from tests.e2e.test_lldb19 import run_lldb19
 from tests.lldb_driver import WAIT_FOR_PROVIDER, parse_lldb_backtrace
 from tests.lldb_driver import run_lldb as _run_lldb
 
-# With frame providers (LLDB 23) the symbol file is opt-in (symfile.enabled).
-ENABLE = "script import jit_unwind.lldb.symfile as s; s.enabled = True"
+# With frame providers (LLDB 23) the symbol file is off by default.
+ENABLE = "jit-unwind symbol-file on"
 
 
 def run_lldb(commands, *args, **kwargs):
     commands = list(commands)
-    if not any("s.enabled" in c for c in commands):
+    if not any(c.startswith("jit-unwind symbol-file") for c in commands):
         commands.insert(0, ENABLE)
     return _run_lldb(commands, *args, **kwargs)
 from tests.python_expect import python_of
@@ -96,8 +96,7 @@ def test_lldb23_bt_with_the_symbol_file_lists_every_frame():
     toyjit = fixture_binary("toyjit")
     for args in (["frameless", "50", "sigtrap", "--perf-map"], TOY):
         with_file = run_lldb(["run", "bt"], [toyjit, *args])
-        without = run_lldb(["script import jit_unwind.lldb.symfile as s; s.enabled = False",
-                            "run", "bt"], [toyjit, *args])
+        without = run_lldb(["jit-unwind symbol-file off", "run", "bt"], [toyjit, *args])
         _remove_perf_maps(with_file + without)
         names = [f.function for f in parse_lldb_backtrace(with_file)]
         plain = [f.function for f in parse_lldb_backtrace(without)]
@@ -149,3 +148,19 @@ def test_perf_trampolines_have_symbols_in_lldb19(tmp_path):
 
 
 GDB_13 = Path("/usr/bin/gdb")
+
+
+def test_lldb23_setting_turns_the_module_on_and_off():
+    """``jit-unwind symbol-file`` is off by default with frame providers, listed with
+    the other settings; on adds the module at once, off removes it."""
+    output = _run_lldb(["process launch", "jit-unwind", "image list",
+                        "jit-unwind symbol-file on", "image list", "image lookup -n toy::jit_fp",
+                        "jit-unwind symbol-file off", "image list", "jit-unwind"],
+                       [fixture_binary("toyjit"), *TOY])
+    _remove_perf_maps(output)
+    parts = output.split("(lldb) jit-unwind symbol-file ")
+    assert "symbol-file: off" in parts[0] and ".elf" not in parts[0], output
+    assert re.search(r"jit-\d+-\d+\.elf", parts[1]), output
+    assert "1 match found" in parts[1] and "toy::jit_fp" in parts[1], output
+    assert ".elf" not in parts[2].split("(lldb) jit-unwind\n")[0], output
+    assert parts[2].rstrip().endswith("symbol-file: off\njitdump: auto"), output

@@ -22,6 +22,21 @@ if not hasattr(lldb.SBTarget, "RegisterScriptedFrameProvider"):
     SETTINGS["frame-format"] = [True, "name JIT frames in bt through LLDB's frame-format "
                                       "and thread-format settings (this LLDB has no frame "
                                       "providers); off gives both their values back"]
+# The JIT symbol file (lldb/symfile.py): on where LLDB has no frame providers
+# (lldb-19, whose own unwinder then goes through named JIT code), off with them (LLDB
+# 22+) until the provider's walk and LLDB's own unwind through the file's .eh_frame
+# agree on every frame (measured: a 3.14 JIT core lost an eval-loop frame below a shim).
+SETTINGS["symbol-file"] = [
+    not hasattr(lldb.SBTarget, "RegisterScriptedFrameProvider"),
+    "give LLDB a module naming the JIT functions of each stop (perf map, jitdump, "
+    "CPython's JIT executors), so image lookup, disassemble and breakpoints name them; "
+    "off by default where LLDB has frame providers"]
+# Settings whose value is a path, not on|off: name -> help.
+PATH_SETTINGS = {
+    "jitdump": "the perf jitdump file (jit-PID.dump) to read first, when it is not where "
+               "jit-unwind looks (the process's mapping of it, /tmp, the working "
+               "directory, ~/.debug/jit); `auto` goes back to looking alone",
+}
 _ON_CHANGE = {}  # setting name -> callback(debugger, value) run when it is set
 
 
@@ -34,7 +49,7 @@ def changed(name: str, debugger) -> None:
     """After ``jit-unwind NAME on|off``: what that setting does beyond its value."""
     callback = _ON_CHANGE.get(name)
     if callback is not None:
-        callback(debugger, setting(name))
+        callback(debugger, SETTINGS[name][0] if name in SETTINGS else None)
 
 
 def setting(name: str) -> bool:
