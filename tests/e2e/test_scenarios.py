@@ -7,7 +7,7 @@ scenario's true stack is (tests/scenario_expect.py), and that the core's documen
 live one (thread names aside: a core keeps none).  In LLDB 23 ``bt`` itself is checked
 against the document: the same JIT frames with the same names, each Python frame right
 after the native frame that runs it, the walk to the program's first frame, and
-``frame select`` on every frame of the shallow stacks.
+``frame select`` on every frame.
 """
 
 import re
@@ -32,15 +32,13 @@ class Scenario:
     program: Callable[[], List]
     check: Callable[[dict], None]
     env: Dict[str, str] = field(default_factory=dict)
-    select_every_frame: bool = True
 
 
 def toyjit(mode, depth, perf_map=False):
     return Scenario(
         lambda: [fixture_binary("toyjit"), mode, str(depth), "sigtrap"]
         + (["--perf-map"] if perf_map else []),
-        lambda document: check_toyjit(document, mode, depth, perf_map),
-        select_every_frame=depth <= 1)
+        lambda document: check_toyjit(document, mode, depth, perf_map))
 
 
 def recursion(version, perf):
@@ -51,7 +49,7 @@ def recursion(version, perf):
 def cpython_jit(minor, scenario):
     return Scenario(lambda: [jit_python(minor), JIT_SCRIPT, scenario],
                     lambda document: check_cpython_jit(document, scenario),
-                    env={"PYTHON_JIT": "1"}, select_every_frame=scenario != "recursion")
+                    env={"PYTHON_JIT": "1"})
 
 
 SCENARIOS: Dict[str, Scenario] = {
@@ -125,20 +123,20 @@ def test_scenario_live_and_core(name, debugger, tmp_path):
     core = tmp_path / tool.core_name()
     extra = []
     if debugger == "lldb23":
-        extra = ["bt"] + ([SELECT_EVERY_FRAME] if scenario.select_every_frame else [])
+        extra = ["bt", SELECT_EVERY_FRAME]
     live = tool.launch(program, [MIXED_JSON, *extra], env=scenario.env, core=core)
     try:
         document = live.document()
         scenario.check(document)
         if debugger == "lldb23":
             check_lldb_bt(live.output("bt"), document)
-            if scenario.select_every_frame:
-                check_every_frame_selected(live.output(SELECT_EVERY_FRAME))
-        from_core = tool.open_core(program, core, [MIXED_JSON, *extra[:1]])
+            check_every_frame_selected(live.output(SELECT_EVERY_FRAME))
+        from_core = tool.open_core(program, core, [MIXED_JSON, *extra])
         core_document = from_core.document()
         scenario.check(core_document)
         assert without_thread_names(core_document) == without_thread_names(document)
         if debugger == "lldb23":
             check_lldb_bt(from_core.output("bt"), core_document)
+            check_every_frame_selected(from_core.output(SELECT_EVERY_FRAME))
     finally:
         live.remove_perf_files()
