@@ -63,3 +63,24 @@ def test_toy_jit_code_only_its_cfi_unwinds(tmp_path):
         assert names[names.index("descend"):] == \
             ["descend", "jit::realigned"] * 4 + ["main"] + names[names.index("main") + 1:], output
         assert "[guess" not in output and "unwind stopped" not in output, output
+
+
+def test_jitdump_setting_names_frames_from_a_moved_dump(tmp_path):
+    """A core whose jitdump was moved out of the places jit-unwind looks (as ``perf
+    record -k 1`` users keep it): bt cannot name the trampolines until ``jit-unwind
+    jitdump PATH`` points at the file."""
+    python = python_of("3.13.0")
+    core = tmp_path / "python.core"
+    gcore = run_gdb(GDB_BINARIES["gdb13"], ["run", PRINT_PID, f"gcore {core}"],
+                    [python, "-X", "perf_jit", RECURSE], plugin=False)
+    pids = re.findall(r"inferior-pid (\d+)", gcore)
+    assert pids, gcore
+    kept = tmp_path / "kept" / "recording.dump"
+    kept.parent.mkdir()
+    os.rename(f"/tmp/jit-{pids[0]}.dump", kept)
+    output = run_lldb([WAIT_FOR_PROVIDER, "bt", f"jit-unwind jitdump {kept}", "bt",
+                       "jit-unwind"], [python], core=core)
+    before, after = output.split(f"(lldb) jit-unwind jitdump {kept}")
+    assert "py::recurse" not in before, output
+    _check(after.split("(lldb) jit-unwind\n")[0])
+    assert f"jitdump: {kept}" in after.split("(lldb) jit-unwind\n")[-1], output

@@ -11,13 +11,13 @@ from tests.e2e.test_lldb19 import run_lldb19
 from tests.lldb_driver import WAIT_FOR_PROVIDER, parse_lldb_backtrace
 from tests.lldb_driver import run_lldb as _run_lldb
 
-# With frame providers (LLDB 23) the symbol file is opt-in (symfile.enabled).
-ENABLE = "script import jit_unwind.lldb.symfile as s; s.enabled = True"
+# With frame providers (LLDB 23) the symbol file is off by default.
+ENABLE = "jit-unwind symbol-file on"
 
 
 def run_lldb(commands, *args, **kwargs):
     commands = list(commands)
-    if not any("s.enabled" in c for c in commands):
+    if not any("jit-unwind symbol-file" in c for c in commands):
         commands.insert(0, ENABLE)
     return _run_lldb(commands, *args, **kwargs)
 from tests.python_expect import python_of
@@ -96,7 +96,7 @@ def test_lldb23_bt_with_the_symbol_file_lists_every_frame():
     toyjit = fixture_binary("toyjit")
     for args in (["frameless", "50", "sigtrap", "--perf-map"], TOY):
         with_file = run_lldb(["run", "bt"], [toyjit, *args])
-        without = run_lldb(["script import jit_unwind.lldb.symfile as s; s.enabled = False",
+        without = run_lldb(["jit-unwind symbol-file off",
                             "run", "bt"], [toyjit, *args])
         _remove_perf_maps(with_file + without)
         names = [f.function for f in parse_lldb_backtrace(with_file)]
@@ -147,3 +147,44 @@ def test_perf_trampolines_have_symbols_in_lldb19(tmp_path):
 
 
 GDB_13 = Path("/usr/bin/gdb")
+
+
+def _between(output, first, second):
+    return output.split(f"(lldb) {first}")[1].split(f"(lldb) {second}")[0]
+
+
+def test_lldb23_symbol_file_setting_on_then_off():
+    """``jit-unwind symbol-file on|off`` at a stop: the module comes and goes, and with
+    it ``image lookup -a`` of a JIT frame's pc."""
+    toyjit = fixture_binary("toyjit")
+    first = run_lldb(["run", "bt"], [toyjit, *TOY])
+    frames = parse_lldb_backtrace(first)
+    pc = re.search(r"frame #\d+: (0x[0-9a-f]+)", frames[4].line).group(1)
+    output = run_lldb(["jit-unwind symbol-file off", "run", "image list",
+                       f"image lookup -a {pc}", "jit-unwind symbol-file on", "image list",
+                       f"image lookup -a {pc}", "jit-unwind symbol-file off",
+                       "image list", f"image lookup -a {pc}", "jit-unwind"],
+                      [toyjit, *TOY])
+    _remove_perf_maps(first + output)
+    off = _between(output, "image list", "jit-unwind symbol-file on")
+    on = _between(output, "jit-unwind symbol-file on", "jit-unwind symbol-file off")
+    off_again = output.split("(lldb) jit-unwind symbol-file off")[2].split("(lldb) jit-unwind\n")[0]
+    assert ".elf" not in off and "Summary" not in off, output
+    assert re.search(rf"Summary: jit-\d+-\d+\.elf`{re.escape(JIT_FRAMES[4])} \+ \d+", on), output
+    assert ".elf" not in off_again and "Summary" not in off_again, output
+    assert "symbol-file: off" in output.split("(lldb) jit-unwind\n")[-1], output
+
+
+def test_lldb19_symbol_file_off_removes_the_module(tmp_path):
+    """lldb-19 loads the symbol file by default; ``jit-unwind symbol-file off`` removes
+    it: no module, and the JIT function's symbol is not found."""
+    name = JIT_FRAMES[4]
+    output = run_lldb19(tmp_path, [fixture_binary("toyjit"), *TOY],
+                        ["image list", f"image lookup -s {name}", "jit-unwind symbol-file off",
+                         "image list", f"image lookup -s {name}", "jit-unwind"])
+    _remove_perf_maps(output)
+    before = _between(output, "image list", "jit-unwind symbol-file off")
+    after = output.split("(lldb) jit-unwind symbol-file off")[1].split("(lldb) jit-unwind\n")[0]
+    assert re.search(rf"Summary: jit-\d+-\d+\.elf`{re.escape(name)}$", before, re.M), output
+    assert ".elf" not in after and "Summary" not in after, output
+    assert "symbol-file: off" in output.split("(lldb) jit-unwind\n")[-1], output

@@ -9,7 +9,7 @@ from ..commands import CommandError
 from ..commands.jit_regions import HELP as JIT_REGIONS_HELP, jit_regions
 from ..commands.mixed_bt import HELP as MIXED_BT_HELP, py_mixed_bt
 from .registration import ensure_provider, refresh_providers
-from .settings import SETTINGS, set_setting, show_method
+from .settings import PATHS, SETTINGS, set_setting, show_method
 from .state import cache_for
 
 
@@ -109,10 +109,21 @@ class PyMixedBt(_Command):
 JIT_UNWIND_HELP = """Show or change the settings of jit-unwind, which unwinds and names JIT frames.
 
 Usage: jit-unwind [SETTING on|off]
+       jit-unwind jitdump [PATH]
 
 Without arguments, prints every setting and its value.
 
-""" + "\n".join(f"  {name:<14} {text}" for name, (_value, text) in SETTINGS.items())
+""" + "\n".join(f"  {name:<14} {text}"
+                for name, (_value, text) in {**SETTINGS, **PATHS}.items())
+
+
+def _shown(name: str, value) -> str:
+    if name in PATHS:
+        return value or "(jit-unwind looks for it)"
+    if value is None:
+        from .symfile import is_enabled
+        return f"{'on' if is_enabled() else 'off'} (default)"
+    return "on" if value else "off"
 
 
 class JitUnwindSettings(_Command):
@@ -122,7 +133,10 @@ class JitUnwindSettings(_Command):
     def __call__(self, debugger, command, exe_ctx, result):
         try:
             result.AppendMessage(self.run(None, command))
-            if command.split():
+            words = command.split()
+            if words and words[0] in ("jitdump", "symbol-file"):
+                _reload(debugger, words[0])
+            if words:
                 refresh_providers(debugger)  # bt shows the new setting at this stop
         except CommandError as error:
             result.SetError(str(error))
@@ -132,13 +146,42 @@ class JitUnwindSettings(_Command):
     def run(self, cache, command):
         words = command.split()
         if not words:
-            return "\n".join(f"{name}: {'on' if value else 'off'}"
-                             for name, (value, _text) in SETTINGS.items())
+            return "\n".join(f"{name}: {_shown(name, value)}"
+                             for name, (value, _text) in {**SETTINGS, **PATHS}.items())
+        if words[0] == "jitdump":
+            return _set_jitdump(command.strip()[len("jitdump"):].strip())
         if len(words) != 2 or words[0] not in SETTINGS or words[1] not in ("on", "off"):
             raise CommandError("usage: jit-unwind [SETTING on|off], SETTING one of "
-                               + ", ".join(SETTINGS) + '. Try "help jit-unwind".')
+                               + ", ".join(SETTINGS) + ', or jit-unwind jitdump [PATH]. '
+                               'Try "help jit-unwind".')
         set_setting(words[0], words[1] == "on")
         return f"{words[0]}: {words[1]}"
+
+
+def _set_jitdump(path: str) -> str:
+    from ..regions import jitdump
+    if path:
+        try:
+            path = shlex.split(path)[0]
+        except (ValueError, IndexError):
+            raise CommandError("jit-unwind jitdump: give one PATH") from None
+    jitdump.set_user_path(path or None)
+    PATHS["jitdump"][0] = jitdump.user_path()
+    return f"jitdump: {_shown('jitdump', PATHS['jitdump'][0])}"
+
+
+def _reload(debugger, name: str) -> None:
+    """The setting takes effect at this stop: the per-stop caches (regions named from
+    the jitdump) are emptied and each target's symbol file loaded, replaced or removed."""
+    from . import symfile
+    for index in range(debugger.GetNumTargets()):
+        target = debugger.GetTargetAtIndex(index)
+        process = target.GetProcess()
+        if not process.IsValid():
+            continue
+        if name == "jitdump":
+            cache_for(process).invalidate()
+        symfile.refresh(target)
 
 
 COMMANDS = (("jit-regions", "JitRegions"), ("py-mixed-bt", "PyMixedBt"),

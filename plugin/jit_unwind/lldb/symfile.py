@@ -26,15 +26,17 @@ SETTING = "jit-unwind symbol-file"
 # Per target (GloballyUniqueID): its SymbolFiles and the module loaded from it.
 _files: Dict[int, SymbolFiles] = {}
 _modules: Dict[int, "lldb.SBModule"] = {}
-# None: on where LLDB has no frame providers (lldb-19), off with them (LLDB 22+) until
-# the provider's walk and LLDB's own unwind through the file's .eh_frame agree on every
-# frame (measured: a 3.14 JIT core lost an eval-loop frame below a shim in py-mixed-bt).
-enabled = None
 
 
 def is_enabled() -> bool:
-    if enabled is not None:
-        return bool(enabled)
+    """The ``jit-unwind symbol-file`` setting.  Left at its default: on where LLDB has no
+    frame providers (lldb-19), off with them (LLDB 22+) until the provider's walk and
+    LLDB's own unwind through the file's .eh_frame agree on every frame (measured: a 3.14
+    JIT core lost an eval-loop frame below a shim in py-mixed-bt)."""
+    from .settings import raw_setting
+    value = raw_setting("symbol-file")
+    if value is not None:
+        return bool(value)
     from .registration import providers_supported
     return not providers_supported()
 _lock = threading.Lock()
