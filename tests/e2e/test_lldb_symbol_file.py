@@ -188,3 +188,17 @@ def test_lldb19_symbol_file_off_removes_the_module(tmp_path):
     assert re.search(rf"Summary: jit-\d+-\d+\.elf`{re.escape(name)}$", before, re.M), output
     assert ".elf" not in after and "Summary" not in after, output
     assert "symbol-file: off" in output.split("(lldb) jit-unwind\n")[-1], output
+
+
+def test_lldb23_marks_of_jit_frames_named_by_the_symbol_file():
+    """LLDB 23.1 shows a frame whose pc lies in the module by the module's symbol, not by
+    the provider's name: the marks ([via …], [unwind stopped …]) follow each such frame
+    as a pc-less frame, so a walk that ends in JIT code still says why."""
+    toyjit = fixture_binary("toyjit")
+    output = run_lldb(["jit-unwind show-method on", "run", "bt"], [toyjit, *TOY])
+    _remove_perf_maps(output)
+    frames = parse_lldb_backtrace(output)
+    named = [i for i, f in enumerate(frames) if ".elf`toy::" in f.line]
+    assert named, output
+    for index in named:
+        assert re.match(r"\[via [a-z-]+\]", frames[index + 1].function), output

@@ -31,8 +31,12 @@ _modules: Dict[int, "lldb.SBModule"] = {}
 def is_enabled() -> bool:
     """The ``jit-unwind symbol-file`` setting.  Left at its default: on where LLDB has no
     frame providers (lldb-19), off with them (LLDB 22+) until the provider's walk and
-    LLDB's own unwind through the file's .eh_frame agree on every frame (measured: a 3.14
-    JIT core lost an eval-loop frame below a shim in py-mixed-bt)."""
+    LLDB's own unwind through the file's .eh_frame agree on every frame.  Measured with
+    it on (tests/e2e/test_same_json.py, cpython-3.14-jit, raise_in_hot_loop.py): LLDB's
+    input frames are right (one _PyEval_EvalFrameDefault below the shim), but the
+    walk, which unwinds JIT input frames itself, emits its own eval-loop frame (other
+    registers: frame=0x…a2a0) and rejoins LLDB's at another sp, so bt and py-mixed-bt
+    list _PyEval_EvalFrameDefault twice where GDB lists it once."""
     from .settings import raw_setting
     value = raw_setting("symbol-file")
     if value is not None:
