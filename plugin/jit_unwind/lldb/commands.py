@@ -108,8 +108,7 @@ class PyMixedBt(_Command):
 
 JIT_UNWIND_HELP = """Show or change the settings of jit-unwind, which unwinds and names JIT frames.
 
-Usage: jit-unwind [SETTING on|off]
-       jit-unwind jitdump [PATH]
+Usage: jit-unwind [SETTING on|off], or jit-unwind jitdump [PATH]
 
 Without arguments, prints every setting and its value.
 
