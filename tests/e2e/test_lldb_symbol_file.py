@@ -164,3 +164,36 @@ def test_lldb23_setting_turns_the_module_on_and_off():
     assert "1 match found" in parts[1] and "toy::jit_fp" in parts[1], output
     assert ".elf" not in parts[2].split("(lldb) jit-unwind\n")[0], output
     assert parts[2].rstrip().endswith("symbol-file: off\njitdump: auto"), output
+
+
+def _between(output, first, second):
+    return output.split(f"(lldb) {first}")[1].split(f"(lldb) {second}")[0]
+
+
+def test_lldb19_symbol_file_off_removes_the_module(tmp_path):
+    """lldb-19 loads the symbol file by default; ``jit-unwind symbol-file off`` removes
+    it: no module, and the JIT function's symbol is not found."""
+    name = JIT_FRAMES[4]
+    output = run_lldb19(tmp_path, [fixture_binary("toyjit"), *TOY],
+                        ["image list", f"image lookup -s {name}", "jit-unwind symbol-file off",
+                         "image list", f"image lookup -s {name}", "jit-unwind"])
+    _remove_perf_maps(output)
+    before = _between(output, "image list", "jit-unwind symbol-file off")
+    after = output.split("(lldb) jit-unwind symbol-file off")[1].split("(lldb) jit-unwind\n")[0]
+    assert re.search(rf"Summary: jit-\d+-\d+\.elf`{re.escape(name)}$", before, re.M), output
+    assert ".elf" not in after and "Summary" not in after, output
+    assert "symbol-file: off" in output.split("(lldb) jit-unwind\n")[-1], output
+
+
+def test_lldb23_marks_of_jit_frames_named_by_the_symbol_file():
+    """LLDB 23.1 shows a frame whose pc lies in the module by the module's symbol, not by
+    the provider's name: the marks ([via …], [unwind stopped …]) follow each such frame
+    as a pc-less frame, so a walk that ends in JIT code still says why."""
+    toyjit = fixture_binary("toyjit")
+    output = run_lldb(["jit-unwind show-method on", "run", "bt"], [toyjit, *TOY])
+    _remove_perf_maps(output)
+    frames = parse_lldb_backtrace(output)
+    named = [i for i, f in enumerate(frames) if ".elf`toy::" in f.line]
+    assert named, output
+    for index in named:
+        assert re.match(r"\[via [a-z-]+\]", frames[index + 1].function), output

@@ -142,13 +142,20 @@ class JitFrameProvider(ScriptedFrameProvider):
                 result.append(NamedFrame(self.thread, len(result), None,
                                          walk_stopped(step.note)))
             elif step.jit:
-                name = self._jit_name(cache, frame_of[id(step)], step)
-                if in_symbol_file(cache.process.target, step.pc) and "[" not in name:
+                name, notes = self._jit_name(cache, frame_of[id(step)], step)
+                if in_symbol_file(cache.process.target, step.pc) and \
+                        not name.startswith("["):
                     # LLDB names it from our symbol file; a ScriptedFrame there crashes
-                    # LLDB 23.1 on `image lookup -a $pc`.  Marks need the ScriptedFrame.
+                    # LLDB 23.1 on `image lookup -a $pc`, and LLDB shows the module's
+                    # symbol instead of a ScriptedFrame's name, marks included: the
+                    # marks ([guess…], [via…], [unwind stopped…]) follow as a pc-less
+                    # frame, as the note of a walk that ends without a frame does.
                     result.append({"idx": len(result), "pc": step.pc})
+                    if notes:
+                        result.append(NamedFrame(self.thread, len(result), None, notes))
                 else:
-                    result.append(NamedFrame(self.thread, len(result), step.pc, name))
+                    result.append(NamedFrame(self.thread, len(result), step.pc,
+                                             f"{name} {notes}" if notes else name))
             else:
                 result.append({"idx": len(result), "pc": step.pc})
             for frame in below.get(id(step), ()):
@@ -157,19 +164,20 @@ class JitFrameProvider(ScriptedFrameProvider):
                                          (frame.filename, frame.line)))
         return result
 
-    def _jit_name(self, cache, frame, step) -> str:
+    def _jit_name(self, cache, frame, step):
+        """(name, marks): the JIT frame's name and what follows it ("" for none)."""
         label = jit_label(frame, step.pc, cache)
         name = (label.name if label is not None and label.name else None) or \
             f"[jit {step.pc:#x}]"
         suffix = marks(label, show_method()) if label is not None else ""
-        parts = [name, suffix] if suffix else [name]
+        parts = [suffix] if suffix else []
         if step.unreadable:
-            parts.insert(1, UNREADABLE)
+            parts.insert(0, UNREADABLE)
         unwound = cache.unwound.get((step.pc, step.sp))
         if unwound is not None and unwound.guess and not self._jit_at(cache, unwound):
             # GDB marks the caller; a native frame here is LLDB's to name: say it here.
-            parts.insert(1, CALLER_GUESSED)
-        return " ".join(parts)
+            parts.insert(0, CALLER_GUESSED)
+        return name, " ".join(parts)
 
     @staticmethod
     def _jit_at(cache, unwound) -> bool:

@@ -25,7 +25,11 @@ if not hasattr(lldb.SBTarget, "RegisterScriptedFrameProvider"):
 # The JIT symbol file (lldb/symfile.py): on where LLDB has no frame providers
 # (lldb-19, whose own unwinder then goes through named JIT code), off with them (LLDB
 # 22+) until the provider's walk and LLDB's own unwind through the file's .eh_frame
-# agree on every frame (measured: a 3.14 JIT core lost an eval-loop frame below a shim).
+# agree on every frame.  Measured with it on (tests/e2e/test_same_json.py,
+# cpython-3.14-jit, raise_in_hot_loop.py): LLDB's input frames are right (one
+# _PyEval_EvalFrameDefault below the shim), but the walk, which unwinds JIT input
+# frames itself, emits its own eval-loop frame and rejoins LLDB's at another sp, so bt
+# and py-mixed-bt list _PyEval_EvalFrameDefault twice where GDB lists it once.
 SETTINGS["symbol-file"] = [
     not hasattr(lldb.SBTarget, "RegisterScriptedFrameProvider"),
     "give LLDB a module naming the JIT functions of each stop (perf map, jitdump, "
