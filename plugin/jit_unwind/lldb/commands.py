@@ -109,8 +109,7 @@ class PyMixedBt(_Command):
 
 JIT_UNWIND_HELP = """Show or change the settings of jit-unwind, which unwinds and names JIT frames.
 
-Usage: jit-unwind [SETTING on|off]
-       jit-unwind jitdump PATH|auto
+Usage: jit-unwind [SETTING on|off], or jit-unwind jitdump PATH|auto
 
 Without arguments, prints every setting and its value.
 
