@@ -320,3 +320,8 @@ class StopCaches:
                 self._caches.clear()
             cache = self._caches[key] = StopCache(make_process())
         return cache
+
+    def invalidate(self) -> None:
+        """Forget every process's stop (a setting changed what a stop finds)."""
+        for cache in self._caches.values():
+            cache.invalidate()

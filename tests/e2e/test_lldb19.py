@@ -2,34 +2,19 @@
 commands work, and bt stays LLDB's own."""
 
 import re
-import subprocess
-from pathlib import Path
 
-from tests.lldb_driver import LLDB_INIT, parse_lldb_backtrace
+from tests.driver import driver
+from tests.lldb_driver import parse_lldb_backtrace
 from tests.python_expect import python_of
 from tests.support import REPO, fixture_binary
 
-LLDB19 = Path("/usr/bin/lldb-19")
 SCRIPT = REPO / "tests" / "fixtures" / "python" / "recurse_sigtrap.py"
 
 
 def run_lldb19(tmp_path, program, commands):
-    """lldb-19 reading its commands from a file (-s); ``process launch -i /dev/null``
-    keeps the program off LLDB's stdin."""
-    assert LLDB19.exists(), "lldb-19 is missing: run `make apt-deps`"
-    script = tmp_path / "commands.lldb"
-    script.write_text("\n".join([f"command script import {LLDB_INIT}",
-                                 f"file {program[0]}",
-                                 "settings set -- target.run-args "
-                                 + " ".join(map(str, program[1:])),
-                                 "process launch -i /dev/null", *commands, "kill",
-                                 "quit"]) + "\n")
-    result = subprocess.run([str(LLDB19), "--no-lldbinit", "-s", str(script)],
-                            capture_output=True, text=True, timeout=300,
-                            stdin=subprocess.DEVNULL)
-    output = result.stdout + result.stderr
-    assert "Traceback" not in output and "error: module importing failed" not in output, output
-    return output
+    """What lldb-19 printed running ``program`` to its first stop, then ``commands``
+    (tests/driver.py; ``tmp_path`` is kept for the callers' sake)."""
+    return driver("lldb19").launch(program, commands).whole
 
 
 def test_commands_without_frame_providers(tmp_path):

@@ -63,3 +63,29 @@ def test_toy_jit_code_only_its_cfi_unwinds(tmp_path):
         assert names[names.index("descend"):] == \
             ["descend", "jit::realigned"] * 4 + ["main"] + names[names.index("main") + 1:], output
         assert "[guess" not in output and "unwind stopped" not in output, output
+
+
+def test_a_dump_elsewhere_is_read_when_the_setting_names_it(tmp_path):
+    """A core whose jitdump was moved away from /tmp: the trampolines have no names (LLDB
+    still unwinds them) until ``jit-unwind jitdump PATH`` names the file; ``auto`` goes
+    back to looking alone."""
+    python = python_of("3.13.0")
+    core = tmp_path / "python.core"
+    gcore = run_gdb(GDB_BINARIES["gdb13"], ["run", PRINT_PID, f"gcore {core}"],
+                    [python, "-X", "perf_jit", RECURSE], plugin=False)
+    (pid,) = re.findall(r"inferior-pid (\d+)", gcore)
+    moved = tmp_path / "kept.dump"
+    os.rename(f"/tmp/jit-{pid}.dump", moved)
+    output = run_lldb([WAIT_FOR_PROVIDER, "jit-unwind", "bt", f"jit-unwind jitdump {moved}",
+                       "bt", "jit-unwind", "jit-unwind jitdump auto", "jit-unwind jitdump",
+                       "help jit-unwind"], [python], core=core)
+    first, told = output.split(f"(lldb) jit-unwind jitdump {moved}\n")
+    assert "jitdump: auto" in first, first
+    names = [f.function for f in parse_lldb_backtrace(first)]
+    assert not [name for name in names if name.startswith("py::")], first
+    told, after = told.split("(lldb) jit-unwind jitdump auto\n")
+    _check(told)
+    assert f"jitdump: {moved}" in told, told
+    assert after.startswith("jitdump: auto"), after
+    assert "usage: jit-unwind jitdump PATH|auto" in after, after
+    assert "jitdump        the perf jitdump file" in after, after

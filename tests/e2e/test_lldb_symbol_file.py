@@ -11,13 +11,13 @@ from tests.e2e.test_lldb19 import run_lldb19
 from tests.lldb_driver import WAIT_FOR_PROVIDER, parse_lldb_backtrace
 from tests.lldb_driver import run_lldb as _run_lldb
 
-# With frame providers (LLDB 23) the symbol file is opt-in (symfile.enabled).
-ENABLE = "script import jit_unwind.lldb.symfile as s; s.enabled = True"
+# With frame providers (LLDB 23) the symbol file is off by default.
+ENABLE = "jit-unwind symbol-file on"
 
 
 def run_lldb(commands, *args, **kwargs):
     commands = list(commands)
-    if not any("s.enabled" in c for c in commands):
+    if not any(c.startswith("jit-unwind symbol-file") for c in commands):
         commands.insert(0, ENABLE)
     return _run_lldb(commands, *args, **kwargs)
 from tests.python_expect import python_of
@@ -96,8 +96,7 @@ def test_lldb23_bt_with_the_symbol_file_lists_every_frame():
     toyjit = fixture_binary("toyjit")
     for args in (["frameless", "50", "sigtrap", "--perf-map"], TOY):
         with_file = run_lldb(["run", "bt"], [toyjit, *args])
-        without = run_lldb(["script import jit_unwind.lldb.symfile as s; s.enabled = False",
-                            "run", "bt"], [toyjit, *args])
+        without = run_lldb(["jit-unwind symbol-file off", "run", "bt"], [toyjit, *args])
         _remove_perf_maps(with_file + without)
         names = [f.function for f in parse_lldb_backtrace(with_file)]
         plain = [f.function for f in parse_lldb_backtrace(without)]
@@ -107,8 +106,10 @@ def test_lldb23_bt_with_the_symbol_file_lists_every_frame():
 
 def test_lldb19_unwinds_and_names_jit_frames_with_the_symbol_file(tmp_path):
     """LLDB 19 has no frame provider: its own bt stopped at the first JIT frame; with
-    the symbol file's names and unwind rules it reaches main."""
-    output = run_lldb19(tmp_path, [fixture_binary("toyjit"), *TOY], NAVIGATE)
+    the symbol file's names and unwind rules it reaches main.  LLDB's own frame lines
+    (jit-unwind's frame-format off): the module's names."""
+    output = run_lldb19(tmp_path, [fixture_binary("toyjit"), *TOY],
+                        ["jit-unwind frame-format off", *NAVIGATE])
     _remove_perf_maps(output)
     _check_toy(output)
     assert not _symbol_file(output).exists(), output
@@ -147,3 +148,52 @@ def test_perf_trampolines_have_symbols_in_lldb19(tmp_path):
 
 
 GDB_13 = Path("/usr/bin/gdb")
+
+
+def test_lldb23_setting_turns_the_module_on_and_off():
+    """``jit-unwind symbol-file`` is off by default with frame providers, listed with
+    the other settings; on adds the module at once, off removes it."""
+    output = _run_lldb(["process launch", "jit-unwind", "image list",
+                        "jit-unwind symbol-file on", "image list", "image lookup -n toy::jit_fp",
+                        "jit-unwind symbol-file off", "image list", "jit-unwind"],
+                       [fixture_binary("toyjit"), *TOY])
+    _remove_perf_maps(output)
+    parts = output.split("(lldb) jit-unwind symbol-file ")
+    assert "symbol-file: off" in parts[0] and ".elf" not in parts[0], output
+    assert re.search(r"jit-\d+-\d+\.elf", parts[1]), output
+    assert "1 match found" in parts[1] and "toy::jit_fp" in parts[1], output
+    assert ".elf" not in parts[2].split("(lldb) jit-unwind\n")[0], output
+    assert parts[2].rstrip().endswith("symbol-file: off\njitdump: auto"), output
+
+
+def _between(output, first, second):
+    return output.split(f"(lldb) {first}")[1].split(f"(lldb) {second}")[0]
+
+
+def test_lldb19_symbol_file_off_removes_the_module(tmp_path):
+    """lldb-19 loads the symbol file by default; ``jit-unwind symbol-file off`` removes
+    it: no module, and the JIT function's symbol is not found."""
+    name = JIT_FRAMES[4]
+    output = run_lldb19(tmp_path, [fixture_binary("toyjit"), *TOY],
+                        ["image list", f"image lookup -s {name}", "jit-unwind symbol-file off",
+                         "image list", f"image lookup -s {name}", "jit-unwind"])
+    _remove_perf_maps(output)
+    before = _between(output, "image list", "jit-unwind symbol-file off")
+    after = output.split("(lldb) jit-unwind symbol-file off")[1].split("(lldb) jit-unwind\n")[0]
+    assert re.search(rf"Summary: jit-\d+-\d+\.elf`{re.escape(name)}$", before, re.M), output
+    assert ".elf" not in after and "Summary" not in after, output
+    assert "symbol-file: off" in output.split("(lldb) jit-unwind\n")[-1], output
+
+
+def test_lldb23_marks_of_jit_frames_named_by_the_symbol_file():
+    """LLDB 23.1 shows a frame whose pc lies in the module by the module's symbol, not by
+    the provider's name: the marks ([via …], [unwind stopped …]) follow each such frame
+    as a pc-less frame, so a walk that ends in JIT code still says why."""
+    toyjit = fixture_binary("toyjit")
+    output = run_lldb(["jit-unwind show-method on", "run", "bt"], [toyjit, *TOY])
+    _remove_perf_maps(output)
+    frames = parse_lldb_backtrace(output)
+    named = [i for i, f in enumerate(frames) if ".elf`toy::" in f.line]
+    assert named, output
+    for index in named:
+        assert re.match(r"\[via [a-z-]+\]", frames[index + 1].function), output

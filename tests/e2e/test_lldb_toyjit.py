@@ -1,6 +1,7 @@
-"""The toy JIT under real LLDB 23 (lldb-for-pwndbg): the frame provider's ``bt``, live
-and from core files (GDB's gcore, LLDB's own minidump), ``frame select`` on every frame,
-and the jit-regions command."""
+"""The toy JIT under real LLDB 23 (lldb-for-pwndbg): the frame provider's ``bt`` from
+GDB's gcore, with a perf map, without JIT code in a minidump, on several targets; the
+settings and the jit-regions command.  Every mode at depths 0/1/500, live and from
+LLDB's own minidump, is in tests/e2e/test_scenarios.py."""
 
 import re
 from pathlib import Path
@@ -46,24 +47,6 @@ def program(mode, depth, perf_map=False):
 def remove_perf_map(output):
     for pid in set(re.findall(r"Process (\d+) launched", output)):
         Path(f"/tmp/perf-{pid}.map").unlink(missing_ok=True)
-
-
-@pytest.mark.parametrize("depth", [0, 1, 50, 500])
-@pytest.mark.parametrize("mode", ["fp", "frameless", "mixed"])
-def test_live_and_minidump_backtraces_list_exactly_the_true_frames(tmp_path, mode, depth):
-    core = tmp_path / "toyjit.dmp"
-    select = [SELECT_EVERY_FRAME] if depth <= 50 else []
-    live = run_lldb(["process launch", "bt", *select,
-                     f"process save-core --style full {core}"], program(mode, depth))
-    check_lldb_backtrace(live, mode, depth, perf_map=False)
-    if select:
-        check_every_frame_selected(live)
-    assert core.exists(), live
-    from_core = run_lldb([WAIT_FOR_PROVIDER, "bt", *select], [fixture_binary("toyjit")],
-                         core=core)
-    check_lldb_backtrace(from_core, mode, depth, perf_map=False)
-    if select:
-        check_every_frame_selected(from_core)
 
 
 @pytest.mark.parametrize("mode", ["fp", "frameless", "mixed"])
@@ -157,7 +140,8 @@ def test_settings_show_method_and_debug():
                       program("mixed", 1))
     assert "show-method" in output and "python-frames" in output, output
     values = output.split("(lldb) jit-unwind\n")[1].split("(lldb) ")[0]
-    assert values.split() == ["show-method:", "off", "debug:", "off", "python-frames:", "on"]
+    assert values.split() == ["show-method:", "off", "debug:", "off", "python-frames:", "on",
+                              "symbol-file:", "off", "jitdump:", "auto"]
     plain = output.split("(lldb) bt\n")[1].split("(lldb) jit-unwind show-method on")[0]
     shown = output.split("(lldb) jit-unwind show-method on")[1]
     assert "[via " not in plain and "jit-unwind: frame #" not in output, output

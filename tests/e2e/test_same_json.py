@@ -13,18 +13,15 @@ without them (levels renumbered); every other field is compared as it is.
 
 import json
 import re
-import subprocess
-from pathlib import Path
 
 import pytest
 
 from tests.jit_python import jit_python
-from tests.lldb_driver import LLDB_INIT, WAIT_FOR_PROVIDER, run_lldb
+from tests.driver import driver
 from tests.python_expect import SCRIPTS
 from tests.support import (GDB_BINARIES, PRINT_PID, fixture_binary, pyenv_python,
                            remove_perf_map, run_gdb)
 
-LLDB19 = Path("/usr/bin/lldb-19")
 SCRIPT = SCRIPTS / "raise_in_hot_loop.py"
 COMMAND = "py-mixed-bt --json --all-threads"
 
@@ -69,22 +66,13 @@ def core(request, tmp_path_factory):
     remove_perf_map(output)
 
 
-def lldb_document(output: str):
-    """The document ``COMMAND`` printed; LLDB may print a warning of its own after it
-    ("failed to set breakpoint site ...": a core cannot have breakpoints)."""
-    text = output.split(f"(lldb) {COMMAND}\n", 1)[1]
-    return json.JSONDecoder().raw_decode(text)[0]
-
-
 def gdb_document(program, core, tmp_path):
     script = tmp_path / "tail_calls.py"
     script.write_text(TAIL_CALLS)
-    output = run_gdb(GDB_BINARIES["gdb18"],
-                     ["echo @@json\\n", COMMAND, "echo @@end\\n", f"source {script}"],
-                     [program[0]], core=core)
-    document = json.loads(output.split("@@json\n", 1)[1].split("@@end", 1)[0])
-    tail_calls = json.loads(re.search(r"^tail-calls (.*)$", output, re.M).group(1))
-    return document, {int(number): levels for number, levels in tail_calls.items()}
+    transcript = driver("gdb18").open_core(program, core, [COMMAND, f"source {script}"])
+    tail_calls = json.loads(re.search(r"^tail-calls (.*)$", transcript.whole, re.M).group(1))
+    return (transcript.document(COMMAND),
+            {int(number): levels for number, levels in tail_calls.items()})
 
 
 def without_tail_calls(document, is_tail_call):
@@ -110,24 +98,12 @@ LLDB_TAIL_CALLS = ("script import json; print('tail-calls ' + json.dumps([f.GetP
                    "if f.IsArtificial()]))")
 
 
-def lldb_without_tail_calls(output):
-    pcs = set(json.loads(re.search(r"^tail-calls (.*)$", output, re.M).group(1)))
-    return without_tail_calls(lldb_document(output),
+def lldb_without_tail_calls(name, program, core):
+    """The document of LLDB ``name`` on ``core``, without LLDB's tail-call frames."""
+    transcript = driver(name).open_core(program, core, [COMMAND, LLDB_TAIL_CALLS])
+    pcs = set(json.loads(re.search(r"^tail-calls (.*)$", transcript.whole, re.M).group(1)))
+    return without_tail_calls(transcript.document(COMMAND),
                               lambda _number, frame: frame["pc"] in pcs)
-
-
-def lldb19_output(program, core, tmp_path):
-    assert LLDB19.exists(), "lldb-19 is missing: run `make apt-deps`"
-    commands = tmp_path / "commands.lldb"
-    commands.write_text(f"command script import {LLDB_INIT}\n"
-                        f"target create --core {core} {program[0]}\n{COMMAND}\n"
-                        f"{LLDB_TAIL_CALLS}\nquit\n")
-    result = subprocess.run([str(LLDB19), "--no-lldbinit", "-s", str(commands)],
-                            capture_output=True, text=True, timeout=300,
-                            stdin=subprocess.DEVNULL)
-    output = result.stdout + result.stderr
-    assert "Traceback" not in output, output
-    return output
 
 
 def differences(ours, theirs):
@@ -152,11 +128,7 @@ def test_gdb_and_lldb_give_the_same_document(core, tmp_path):
         gdb, lambda number, frame: frame["level"] in tail_calls.get(number, ()))
     frames = expected["threads"][0]["frames"]
     assert len(frames) > 8 and any(f["kind"] == "jit" for f in frames), gdb
-    lldb23, lldb_tail_calls = lldb_without_tail_calls(run_lldb(
-        [WAIT_FOR_PROVIDER, COMMAND, LLDB_TAIL_CALLS], [program[0]], core=core_file))
-    assert lldb_tail_calls <= gdb_tail_calls
-    assert lldb23 == expected, differences(lldb23, expected)
-    lldb19, lldb19_tail_calls = lldb_without_tail_calls(
-        lldb19_output(program, core_file, tmp_path))
-    assert lldb19_tail_calls <= gdb_tail_calls
-    assert lldb19 == expected, differences(lldb19, expected)
+    for name in ("lldb23", "lldb19"):
+        document, lldb_tail_calls = lldb_without_tail_calls(name, program, core_file)
+        assert lldb_tail_calls <= gdb_tail_calls, name
+        assert document == expected, f"{name}:\n" + differences(document, expected)

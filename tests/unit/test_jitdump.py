@@ -211,10 +211,14 @@ def test_the_dump_is_found_by_pid_mapping_and_user_path(recorded, tmp_path):
     data, pid, saved, _version = recorded
     path, dump = find_jitdump(pid, [str(saved)])
     assert path == str(saved) and dump.pid == pid
-    assert find_jitdump(pid + 1, [str(saved)]) == (None, None)  # another process's name
-    wrong_pid = tmp_path / f"jit-{pid + 1}.dump"
+    # Another process, with no dump in /tmp (a test running beside this one may have
+    # written one for the pid right after the recorded process's).
+    other = next(p for p in range(pid + 1, pid + 10_000)
+                 if not os.path.exists(f"/tmp/jit-{p}.dump"))
+    assert find_jitdump(other, [str(saved)]) == (None, None)  # another process's name
+    wrong_pid = tmp_path / f"jit-{other}.dump"
     wrong_pid.write_bytes(data)
-    assert find_jitdump(pid + 1, [str(wrong_pid)]) == (None, None)  # its header says pid
+    assert find_jitdump(other, [str(wrong_pid)]) == (None, None)  # its header says pid
     elsewhere = tmp_path / "renamed.dump"
     elsewhere.write_bytes(data)
     set_user_path(str(elsewhere))

@@ -95,6 +95,12 @@ def test_symbols_and_sections_name_every_function_at_its_address(tmp_path):
         assert section["sh_flags"] & 0x6 == 0x6  # alloc, execinstr
         assert section["sh_addr"] <= region.start and region.end <= (
             section["sh_addr"] + section["sh_size"])
+    # A PT_LOAD without file bytes per code section: LLDB's module size (and with it
+    # lldb-19's `process save-core`) comes from it.
+    sections = [s for s in elf.iter_sections() if s["sh_type"] == "SHT_NOBITS"]
+    segments = [(p["p_vaddr"], p["p_memsz"], p["p_filesz"]) for p in elf.iter_segments()
+                if p["p_type"] == "PT_LOAD"]
+    assert segments == [(s["sh_addr"], s["sh_size"], 0) for s in sections] != []
 
 
 def test_cpython_312_trampoline_rules(tmp_path):
@@ -246,3 +252,50 @@ def test_rsp_moved_up_ends_the_rules(tmp_path):
     path = _write(tmp_path, BytesMemory({JIT: data}), _map(symbols))
     size, rows = _fde_rows(path)[JIT]
     assert size == 4 and [(pc - JIT, offset) for pc, offset, _ in rows] == [(0, 8)]
+
+
+def test_selection_in_bulk_is_the_selection_one_by_one():
+    """The bulk path (a clean perf map: every line in a JIT mapping, no overlap) picks
+    what the entry-by-entry path picks, and gives way to it on every other map."""
+    import random
+    from jit_unwind.symfile import build
+    rng = random.Random(7)
+    extra = [Mapping(JIT2, JIT2 + 0x1000, "r-xp", "")]
+    clean = [Region(base + 16 * i, base + 16 * i + 12, "perf-map", f"f{base:x}.{i}", sequence=i)
+             for base in (JIT, JIT2) for i in range(40)]
+    regions = _map(clean, extra_mappings=extra)
+    assert build._select_in_bulk(regions) is not None
+    assert build.select(regions) == build._select_one_by_one(regions)
+    for _ in range(200):
+        symbols = list(clean)
+        for _ in range(rng.randrange(4)):
+            base = rng.choice((JIT, JIT2, LIB, JIT + 0x2000, JIT2 - 0x100))
+            start = base + rng.randrange(0, 0x300)
+            symbols.append(Region(start, start + rng.randrange(1, 40), "perf-map", "odd",
+                                  sequence=rng.randrange(100)))
+        registered = ([Region(JIT + 32, JIT + 48, "gdb-jit", "registered")]
+                      if rng.random() < 0.2 else [])
+        regions = _map(rng.sample(symbols, len(symbols)), registered, extra)
+        if rng.random() < 0.3:  # a runtime's entries are not filtered by the mappings
+            start = rng.choice((LIB, JIT2 + 0x2000, JIT - 0x100)) + rng.randrange(0x100)
+            regions.add_symbols([Region(start, start + 8, "cpython-jit", "runtime's")])
+        assert build.select(regions) == build._select_one_by_one(regions)
+    unmapped = RegionMap([], clean)  # a core without its mapping list
+    assert build.select(unmapped) == build._select_one_by_one(unmapped)
+
+
+def test_a_file_without_unwind_rules(tmp_path):
+    """GDB's file: the same sections and symbols, no .eh_frame (GDB asks the plugin's
+    unwinder first)."""
+    data, symbols = _code(("a", CPYTHON_312_TRAMPOLINE), ("b", TOY_TRAMPOLINE))
+    process = _Process(BytesMemory({JIT: data}))
+    files = SymbolFiles(unwind_rules=False)
+    _, path = files.plan(process, _Cache(_map(symbols)))
+    try:
+        elf = _elf(path)
+        assert elf.get_section_by_name(".eh_frame") is None
+        assert [(s.name, s["st_value"], s["st_size"]) for s in
+                elf.get_section_by_name(".symtab").iter_symbols()][1:] == [
+            ("a", JIT, len(CPYTHON_312_TRAMPOLINE)), ("b", JIT + 64, len(TOY_TRAMPOLINE))]
+    finally:
+        files.cleanup()

@@ -85,11 +85,11 @@ When on (the default), the named JIT functions of the process (perf map entries,
 CPython's JIT executors) are written to a small ELF file in a private temporary
 directory and loaded with "add-symbol-file FILE -o 0", so that GDB names them
 everywhere: frame lines after "frame N" or "up", "info symbol", "x/i", "disassemble",
-"break *'NAME'" (quote names with colons or spaces).  The file holds no code (the bytes
-stay the process's) and unwind rules (.eh_frame) only for code whose stack effect was
-decoded exactly (trampolines, entry shims).  It is replaced when the JIT code changes
-and removed when the process exits or GDB quits.  "info jit-regions" marks the regions
-it holds.  Off unloads it."""
+"break *'NAME'" (quote names with colons or spaces).  The file holds names and
+addresses only: no code (the bytes stay the process's) and no unwind rules
+(jit-unwind's unwinder, which GDB asks first, unwinds JIT frames).  It is replaced
+when the JIT code changes and removed when the process exits or GDB quits.
+"info jit-regions" marks the regions it holds.  Off unloads it."""
 
     set_doc = "Set whether jit-unwind loads a symbol file for JIT code."
     show_doc = "Show whether jit-unwind loads a symbol file for JIT code."

@@ -1,5 +1,7 @@
 """The core's per-stop cache for GDB's selected inferior, dropped on GDB's events."""
 
+import contextlib
+
 import gdb
 
 from ..session import StopCache
@@ -26,13 +28,35 @@ def _on_free_objfile(event) -> None:
         STATE.invalidate()
 
 
+# True while we remove our own symbol file: GDB then fires clear_objfiles too (13 and
+# 18, measured), which must not make the next bt read the mappings and perf map again.
+_removing_own = [False]
+
+
+@contextlib.contextmanager
+def removing_own_objfile():
+    _removing_own[0] = True
+    try:
+        yield
+    finally:
+        _removing_own[0] = False
+
+
+def _on_clear_objfiles(*_args) -> None:
+    if not _removing_own[0]:
+        STATE.invalidate()
+
+
 def connect_events() -> None:
     # Not "stop": nothing changes between a stop and the next resumption ("cont"),
     # and the map GDB's own stop handling built stays good for the first bt.
     # On "cont" the native code's places are kept for the next stop's first frames
     # (StopCache.known_native); a freed object file (GDB 15+) forgets them.
     gdb.events.cont.connect(STATE.resumed)
-    for name in ("clear_objfiles", "exited", "memory_changed", "inferior_call",
+    clear_objfiles = getattr(gdb.events, "clear_objfiles", None)
+    if clear_objfiles is not None:
+        clear_objfiles.connect(_on_clear_objfiles)
+    for name in ("exited", "memory_changed", "inferior_call",
                  "new_inferior", "inferior_deleted"):
         registry = getattr(gdb.events, name, None)
         if registry is not None:

@@ -11,9 +11,11 @@ import gdb
 
 from ..symfile import SymbolFiles
 from .settings import debug_log, symbol_file_enabled
-from .state import STATE, ignore_objfile
+from .state import STATE, ignore_objfile, removing_own_objfile
 
-FILES = SymbolFiles()
+# No .eh_frame: GDB runs the plugin's unwinder before it reads one, and decoding the
+# rules of every function of a 10,000-line perf map cost more than GDB's own load.
+FILES = SymbolFiles(unwind_rules=False)
 _refreshed_for = None  # the region map the loaded file was planned from
 
 
@@ -51,7 +53,8 @@ def unload(*_args) -> None:
 def _replace(old, new) -> None:
     if old:
         try:
-            gdb.execute(f'remove-symbol-file "{old}"', to_string=True)
+            with removing_own_objfile():
+                gdb.execute(f'remove-symbol-file "{old}"', to_string=True)
         except gdb.error as error:  # already gone (the program space was reset)
             debug_log(f"remove-symbol-file: {error}")
         FILES.delete(old)

@@ -9,7 +9,8 @@ from ..commands import CommandError
 from ..commands.jit_regions import HELP as JIT_REGIONS_HELP, jit_regions
 from ..commands.mixed_bt import HELP as MIXED_BT_HELP, py_mixed_bt
 from .registration import ensure_provider, refresh_providers
-from .settings import SETTINGS, set_setting, show_method
+from ..regions import jitdump
+from .settings import PATH_SETTINGS, SETTINGS, changed, set_setting, show_method
 from .state import cache_for
 
 
@@ -108,11 +109,12 @@ class PyMixedBt(_Command):
 
 JIT_UNWIND_HELP = """Show or change the settings of jit-unwind, which unwinds and names JIT frames.
 
-Usage: jit-unwind [SETTING on|off]
+Usage: jit-unwind [SETTING on|off], or jit-unwind jitdump PATH|auto
 
 Without arguments, prints every setting and its value.
 
-""" + "\n".join(f"  {name:<14} {text}" for name, (_value, text) in SETTINGS.items())
+""" + "\n".join(f"  {name:<14} {text}" for name, (_value, text) in SETTINGS.items()) + \
+    "\n" + "\n".join(f"  {name:<14} {text}" for name, text in PATH_SETTINGS.items())
 
 
 class JitUnwindSettings(_Command):
@@ -123,6 +125,7 @@ class JitUnwindSettings(_Command):
         try:
             result.AppendMessage(self.run(None, command))
             if command.split():
+                changed(command.split()[0], debugger)
                 refresh_providers(debugger)  # bt shows the new setting at this stop
         except CommandError as error:
             result.SetError(str(error))
@@ -130,10 +133,16 @@ class JitUnwindSettings(_Command):
             result.SetError(f"jit-unwind: {error}")
 
     def run(self, cache, command):
-        words = command.split()
+        words = shlex.split(command) if command.strip() else []
         if not words:
-            return "\n".join(f"{name}: {'on' if value else 'off'}"
-                             for name, (value, _text) in SETTINGS.items())
+            return "\n".join([f"{name}: {'on' if value else 'off'}"
+                              for name, (value, _text) in SETTINGS.items()]
+                             + [f"jitdump: {jitdump.user_path() or 'auto'}"])
+        if words[0] == "jitdump":
+            if len(words) != 2:
+                raise CommandError("usage: jit-unwind jitdump PATH|auto")
+            jitdump.set_user_path(None if words[1] == "auto" else words[1])
+            return f"jitdump: {jitdump.user_path() or 'auto'}"
         if len(words) != 2 or words[0] not in SETTINGS or words[1] not in ("on", "off"):
             raise CommandError("usage: jit-unwind [SETTING on|off], SETTING one of "
                                + ", ".join(SETTINGS) + '. Try "help jit-unwind".')

@@ -77,10 +77,17 @@ class NamedFrame(ScriptedFrame):
 # function at that address, not its caller.
 
 
+def _only_inputs(steps, count: int) -> bool:
+    """The walk kept every one of LLDB's frames as it was (no JIT code on this stack)."""
+    return len(steps) == count and all(step.index == index
+                                       for index, step in enumerate(steps))
+
+
 class JitFrameProvider(ScriptedFrameProvider):
     def __init__(self, input_frames, args):
         super().__init__(input_frames, args)
         self._frames = None
+        self._input_count = None
 
     @staticmethod
     def get_description():
@@ -90,7 +97,9 @@ class JitFrameProvider(ScriptedFrameProvider):
         if self._frames is None:
             self._frames = self._build()
         if self._frames is False:  # no JIT code, no Python: LLDB's own frames
-            return index if index < self.input_frames.GetSize() else None
+            if self._input_count is None:  # SBFrameList.GetSize costs ~30 µs a call
+                self._input_count = self.input_frames.GetSize()
+            return index if index < self._input_count else None
         if index >= len(self._frames):
             return None
         return self._frames[index]
@@ -108,6 +117,10 @@ class JitFrameProvider(ScriptedFrameProvider):
             steps = cache.per_stop(key, lambda: ThreadWalk(
                 cache.process.target, cache, inputs).run())
             if steps is PASSTHROUGH:
+                return False
+            if not python and _only_inputs(steps, count):
+                for step in steps:  # py-mixed-bt reads the output frames: LLDB's own
+                    step.position = step.index
                 return False
             return self._output(cache, steps, inputs, python)
         except Exception:  # never a traceback, never fewer frames: LLDB's own frames
@@ -129,13 +142,20 @@ class JitFrameProvider(ScriptedFrameProvider):
                 result.append(NamedFrame(self.thread, len(result), None,
                                          walk_stopped(step.note)))
             elif step.jit:
-                name = self._jit_name(cache, frame_of[id(step)], step)
-                if in_symbol_file(cache.process.target, step.pc) and "[" not in name:
+                name, notes = self._jit_name(cache, frame_of[id(step)], step)
+                if in_symbol_file(cache.process.target, step.pc) and \
+                        not name.startswith("["):
                     # LLDB names it from our symbol file; a ScriptedFrame there crashes
-                    # LLDB 23.1 on `image lookup -a $pc`.  Marks need the ScriptedFrame.
+                    # LLDB 23.1 on `image lookup -a $pc`, and LLDB shows the module's
+                    # symbol instead of a ScriptedFrame's name, marks included: the
+                    # marks ([guess…], [via…], [unwind stopped…]) follow as a pc-less
+                    # frame, as the note of a walk that ends without a frame does.
                     result.append({"idx": len(result), "pc": step.pc})
+                    if notes:
+                        result.append(NamedFrame(self.thread, len(result), None, notes))
                 else:
-                    result.append(NamedFrame(self.thread, len(result), step.pc, name))
+                    result.append(NamedFrame(self.thread, len(result), step.pc,
+                                             f"{name} {notes}" if notes else name))
             else:
                 result.append({"idx": len(result), "pc": step.pc})
             for frame in below.get(id(step), ()):
@@ -144,19 +164,20 @@ class JitFrameProvider(ScriptedFrameProvider):
                                          (frame.filename, frame.line)))
         return result
 
-    def _jit_name(self, cache, frame, step) -> str:
+    def _jit_name(self, cache, frame, step):
+        """(name, marks): the JIT frame's name and what follows it ("" for none)."""
         label = jit_label(frame, step.pc, cache)
         name = (label.name if label is not None and label.name else None) or \
             f"[jit {step.pc:#x}]"
         suffix = marks(label, show_method()) if label is not None else ""
-        parts = [name, suffix] if suffix else [name]
+        parts = [suffix] if suffix else []
         if step.unreadable:
-            parts.insert(1, UNREADABLE)
+            parts.insert(0, UNREADABLE)
         unwound = cache.unwound.get((step.pc, step.sp))
         if unwound is not None and unwound.guess and not self._jit_at(cache, unwound):
             # GDB marks the caller; a native frame here is LLDB's to name: say it here.
-            parts.insert(1, CALLER_GUESSED)
-        return " ".join(parts)
+            parts.insert(0, CALLER_GUESSED)
+        return name, " ".join(parts)
 
     @staticmethod
     def _jit_at(cache, unwound) -> bool:

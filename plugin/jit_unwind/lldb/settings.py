@@ -4,6 +4,8 @@ those off with ``disable frame-filter global jit-unwind``)."""
 
 import sys
 
+import lldb
+
 # name -> (value, help)
 SETTINGS = {
     "show-method": [False, "suffix each JIT frame in bt with the strategy that unwound it, "
@@ -13,6 +15,45 @@ SETTINGS = {
     "python-frames": [True, "list under each eval-loop and JIT frame of bt the Python "
                             "frames it runs, as [py] frames with their file and line"],
 }
+
+# LLDB without frame providers (lldb-19): bt names JIT frames through frame-format
+# (LLDB 22+ names them with its frame provider: no such setting there).
+if not hasattr(lldb.SBTarget, "RegisterScriptedFrameProvider"):
+    SETTINGS["frame-format"] = [True, "name JIT frames in bt through LLDB's frame-format "
+                                      "and thread-format settings (this LLDB has no frame "
+                                      "providers); off gives both their values back"]
+# The JIT symbol file (lldb/symfile.py): on where LLDB has no frame providers
+# (lldb-19, whose own unwinder then goes through named JIT code), off with them (LLDB
+# 22+) until the provider's walk and LLDB's own unwind through the file's .eh_frame
+# agree on every frame.  Measured with it on (tests/e2e/test_same_json.py,
+# cpython-3.14-jit, raise_in_hot_loop.py): LLDB's input frames are right (one
+# _PyEval_EvalFrameDefault below the shim), but the walk, which unwinds JIT input
+# frames itself, emits its own eval-loop frame and rejoins LLDB's at another sp, so bt
+# and py-mixed-bt list _PyEval_EvalFrameDefault twice where GDB lists it once.
+SETTINGS["symbol-file"] = [
+    not hasattr(lldb.SBTarget, "RegisterScriptedFrameProvider"),
+    "give LLDB a module naming the JIT functions of each stop (perf map, jitdump, "
+    "CPython's JIT executors), so image lookup, disassemble and breakpoints name them; "
+    "off by default where LLDB has frame providers"]
+# Settings whose value is a path, not on|off: name -> help.
+PATH_SETTINGS = {
+    "jitdump": "the perf jitdump file (jit-PID.dump) to read first, when it is not where "
+               "jit-unwind looks (the process's mapping of it, /tmp, the working "
+               "directory, ~/.debug/jit); `auto` goes back to looking alone",
+}
+_ON_CHANGE = {}  # setting name -> callback(debugger, value) run when it is set
+
+
+def on_change(name: str, callback) -> None:
+    """Run ``callback(debugger, value)`` whenever ``jit-unwind NAME on|off`` is given."""
+    _ON_CHANGE[name] = callback
+
+
+def changed(name: str, debugger) -> None:
+    """After ``jit-unwind NAME on|off``: what that setting does beyond its value."""
+    callback = _ON_CHANGE.get(name)
+    if callback is not None:
+        callback(debugger, SETTINGS[name][0] if name in SETTINGS else None)
 
 
 def setting(name: str) -> bool:

@@ -21,22 +21,19 @@ from .state import cache_for
 
 TRIPLE = "x86_64-unknown-linux-gnu"
 HOOK = "jit_unwind.lldb.symfile.LoadOnStop"
-SETTING = "jit-unwind symbol-file"
 
 # Per target (GloballyUniqueID): its SymbolFiles and the module loaded from it.
 _files: Dict[int, SymbolFiles] = {}
 _modules: Dict[int, "lldb.SBModule"] = {}
-# None: on where LLDB has no frame providers (lldb-19), off with them (LLDB 22+) until
-# the provider's walk and LLDB's own unwind through the file's .eh_frame agree on every
-# frame (measured: a 3.14 JIT core lost an eval-loop frame below a shim in py-mixed-bt).
-enabled = None
 
 
 def is_enabled() -> bool:
-    if enabled is not None:
-        return bool(enabled)
-    from .registration import providers_supported
-    return not providers_supported()
+    """``jit-unwind symbol-file on|off`` (lldb/settings.py says why its default differs
+    with frame providers)."""
+    from .settings import setting
+    return setting("symbol-file")
+
+
 _lock = threading.Lock()
 
 

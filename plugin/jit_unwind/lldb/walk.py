@@ -12,7 +12,7 @@ JIT code, the walk goes on from there.
 """
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import lldb
 
@@ -71,11 +71,18 @@ class ThreadWalk:
         self.regions = cache.regions()  # named (executors read) once JIT code is met
         self.inputs = input_frames  # list of SBFrame
         self.count = len(input_frames)
-        # (pc, sp) -> index of the first input frame at or after where we are
-        self.by_pc_sp = {}
-        for index, frame in enumerate(input_frames):
-            self.by_pc_sp.setdefault((frame.GetPC(), frame.GetSP()), index)
+        self._by_pc_sp: Optional[Dict[Tuple[int, int], int]] = None
         self.out: List[Step] = []
+
+    @property
+    def by_pc_sp(self) -> Dict[Tuple[int, int], int]:
+        """(pc, sp) -> index of the first input frame there; made when a walk through
+        JIT code first looks for LLDB's frames again (most stops never do)."""
+        if self._by_pc_sp is None:
+            self._by_pc_sp = {}
+            for index, frame in enumerate(self.inputs):
+                self._by_pc_sp.setdefault((frame.GetPC(), frame.GetSP()), index)
+        return self._by_pc_sp
 
     # -- symbols -----------------------------------------------------------------
     def function_start(self, address: int) -> Optional[int]:
@@ -128,8 +135,8 @@ class ThreadWalk:
 
     def outside_code(self, frame, pc: int) -> bool:
         """A caller's pc outside every executable mapping (when the mappings are known)."""
-        return (len(self.regions.mappings) > 0 and not frame.IsArtificial()
-                and not self.regions.is_executable(pc - 1))
+        return (len(self.regions.mappings) > 0 and not self.regions.is_executable(pc - 1)
+                and not frame.IsArtificial())
 
     def resume_with_cfi(self, index: int) -> None:
         """Go on from the caller of input frame ``index`` as its .eh_frame gives it."""

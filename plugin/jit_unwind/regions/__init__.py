@@ -67,6 +67,11 @@ class _SortedRanges:
                 best = item
         return best
 
+    @property
+    def starts(self) -> List[int]:
+        """The items' starts, in order (do not change it)."""
+        return self._starts
+
     def __iter__(self):
         return iter(self.items)
 

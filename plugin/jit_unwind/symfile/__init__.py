@@ -1,6 +1,6 @@
 """A symbol file for the JIT code of this stop: an ELF the debugger loads so that JIT
 functions have names everywhere (frame lines, ``info symbol``, ``x/i``, ``break``), and
-unwind rules (``.eh_frame``) for the code whose stack effect we decoded.
+for LLDB unwind rules (``.eh_frame``) for the code whose stack effect we decoded.
 
 :class:`SymbolFiles` decides, once per stop, whether the named regions changed; if so
 it writes a new file into a private temporary directory and tells the adapter which
@@ -25,8 +25,12 @@ __all__ = ["SymbolFiles"]
 class SymbolFiles:
     """The symbol file of one debugger session: at most one is loaded at a time."""
 
-    def __init__(self, prefix: str = "jit-unwind-"):
+    def __init__(self, prefix: str = "jit-unwind-", unwind_rules: bool = True):
+        """``unwind_rules``: write ``.eh_frame`` for the code we can decode (LLDB's own
+        unwinder needs it; GDB asks the plugin's unwinder first, which decodes the same
+        rules for the frames a stack has, so a GDB file goes without)."""
         self._prefix = prefix
+        self._unwind_rules = unwind_rules
         self._directory: Optional[str] = None
         self._count = 0
         self._key: Optional[Tuple] = None
@@ -42,7 +46,8 @@ class SymbolFiles:
             return self.discard(), None
         from .build import select, symbol_file_bytes
         regions = cache.named_regions()
-        functions, spans = select(regions)
+        selection = select(regions)
+        functions = selection.functions
         # Regions are frozen and a perf map's are reused while the file is unchanged,
         # so comparing with the last key is mostly identity checks.
         key = (process.pid(), tuple(functions))  # not key(): LLDB's changes at every stop
@@ -52,7 +57,8 @@ class SymbolFiles:
         self._key = key
         if not functions:
             return old, None
-        data = symbol_file_bytes(process.memory, regions, functions, spans)
+        data = symbol_file_bytes(process.memory, regions, functions,
+                                 with_unwind_rules=self._unwind_rules, selection=selection)
         path = self._new_path(process.pid())  # only once there is something to write
         with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
             out.write(data)

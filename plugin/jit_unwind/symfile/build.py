@@ -10,8 +10,10 @@ the stop the user waits for: one pass over the sorted regions, identical code de
 once, and the tables packed in bulk.
 """
 
+import bisect
 import itertools
-from typing import Dict, List, Optional, Sequence, Tuple
+import operator
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..model import Region
 from ..regions import RegionMap
@@ -28,16 +30,60 @@ MAX_DECODED = 4096            # bytes decoded per function
 DECODABLE = ("function", "shim")
 
 Span = Optional[Tuple[int, int]]  # the JIT mapping holding a function, if known
+Rule = Tuple[int, bytes]  # (bytes covered from the function's start, CFA program)
+
+
+class Selection(NamedTuple):
+    """The functions of a symbol file (sorted by start, not overlapping), the JIT mapping
+    of each, and their starts and ends (the symbol table's columns, computed once)."""
+
+    functions: List[Region]
+    spans: List[Span]
+    starts: List[int]
+    ends: List[int]
 
 
 def symbol_file_regions(regions: RegionMap) -> List[Region]:
     """The named regions to put in the symbol file, sorted by start, not overlapping."""
-    return select(regions)[0]
+    return select(regions).functions
 
 
-def select(regions: RegionMap) -> Tuple[List[Region], List[Span]]:
+def select(regions: RegionMap) -> Selection:
     """The regions for the symbol file and the JIT mapping of each (None for entries
     outside every known mapping, e.g. a core without a mapping list)."""
+    found = _select_in_bulk(regions)
+    return found if found is not None else _select_one_by_one(regions)
+
+
+def _select_in_bulk(regions: RegionMap) -> Optional[Selection]:
+    """:func:`select` for the usual map (a perf map or CPython's executors): every entry
+    inside a JIT mapping, none overlapping another, no JIT interface entries.  A binary
+    search per JIT mapping and C-level passes over the entries, which a perf map has by
+    the ten thousand; None for any other map (then :func:`_select_one_by_one`)."""
+    if len(regions.registered):
+        return None
+    symbols = regions.symbols.items  # sorted by start
+    if not symbols:
+        return Selection([], [], [], [])
+    starts = regions.symbols.starts
+    ends = [symbol.end for symbol in symbols]  # a list comprehension beats map here
+    if not all(map(operator.ge, itertools.islice(starts, 1, None), ends)):
+        return None  # overlapping entries: the later one wins, entry by entry
+    spans: List[Span] = []
+    begin = 0
+    for mapping in regions.jit.items:  # sorted, not overlapping
+        first = bisect.bisect_left(starts, mapping.start, begin)
+        if first != begin:
+            return None  # entries before this mapping: in a file, or no mapping known
+        begin = bisect.bisect_left(starts, mapping.end, first)
+        spans.extend(itertools.repeat((mapping.start, mapping.end), begin - first))
+    if begin != len(symbols):
+        return None
+    return Selection(list(symbols[:MAX_FUNCTIONS]), spans[:MAX_FUNCTIONS],
+                     starts[:MAX_FUNCTIONS], ends[:MAX_FUNCTIONS])
+
+
+def _select_one_by_one(regions: RegionMap) -> Selection:
     kept: List[Region] = []
     spans: List[Span] = []
     jit = regions.jit.items  # sorted by start, not overlapping
@@ -68,89 +114,116 @@ def select(regions: RegionMap) -> Tuple[List[Region], List[Span]]:
         spans.append(span)
         if len(kept) >= MAX_FUNCTIONS:
             break
-    return kept, spans
+    return Selection(kept, spans, [f.start for f in kept], [f.end for f in kept])
 
 
-def code_sections(functions: Sequence[Region], spans: Sequence[Span]) -> Tuple[
-        List[CodeSection], List[int]]:
+def code_sections(functions: Sequence[Region], spans: Sequence[Span]) -> List[CodeSection]:
     """One SHT_NOBITS section per JIT mapping holding functions (never spanning memory
     between mappings, where libraries may lie; functions outside any known mapping get
-    one per run of touching functions), and the section index of each function in
-    order.  Past MAX_SECTIONS sections the remaining functions are left out: the list
-    of indexes is then shorter than ``functions``."""
+    one per run of touching functions), each with the number of ``functions`` (in
+    order) it holds.  Past MAX_SECTIONS sections the remaining functions are left out.
+    Selected functions never overlap, so the last of a run ends last."""
     sections: List[CodeSection] = []
-    index_of: List[int] = []
     position = 0
     for span, group in itertools.groupby(spans):
-        size = sum(1 for _ in group)
-        members = functions[position:position + size]
-        runs = [members] if span is not None else _touching_runs(members)
-        for run in runs:
+        size = len(list(group))
+        if span is not None:
+            runs = [(position, position + size)]
+        else:
+            runs = _touching_runs(functions, position, position + size)
+        for begin, end in runs:
             if len(sections) >= MAX_SECTIONS:
-                return sections, index_of
-            start = run[0].start
-            end = max(f.end for f in run)
-            sections.append(CodeSection(f".text.jit{len(sections)}", start, end - start))
-            index_of.extend(itertools.repeat(len(sections) - 1, len(run)))
+                return sections
+            start = functions[begin].start
+            sections.append(CodeSection(f".text.jit{len(sections)}", start,
+                                        functions[end - 1].end - start, end - begin))
         position += size
-    return sections, index_of
+    return sections
 
 
-def _touching_runs(functions: Sequence[Region]) -> List[Sequence[Region]]:
-    runs, begin = [], 0
-    for index in range(1, len(functions) + 1):
-        if index == len(functions) or functions[index].start > functions[index - 1].end:
-            runs.append(functions[begin:index])
+def _touching_runs(functions: Sequence[Region], begin: int, end: int
+                   ) -> List[Tuple[int, int]]:
+    """(first, past last) index of each run of touching functions in [begin, end)."""
+    runs = []
+    for index in range(begin + 1, end + 1):
+        if index == end or functions[index].start > functions[index - 1].end:
+            runs.append((begin, index))
             begin = index
     return runs
 
 
 def unwind_rules(memory: Memory, functions: Sequence[Region], spans: Sequence[Span]
-                 ) -> List[Tuple[int, int, bytes]]:
-    """(start, bytes covered, CFA program) for every function whose start we can decode:
-    its straight-line code, as far as the decoder understands it (up to its ``ret``, a
-    branch or an instruction it does not know).  Each JIT mapping is read once;
-    identical code (every CPython perf trampoline) is decoded once."""
-    rules = []
-    chunks: Dict[Tuple[int, int], Optional[bytes]] = {}
-    decoded: Dict[bytes, Tuple[int, bytes]] = {}
+                 ) -> Tuple[List[int], List[Rule]]:
+    """The starts of the functions whose start we can decode, and for each (bytes
+    covered, CFA program): its straight-line code, as far as the decoder understands it
+    (up to its ``ret``, a branch or an instruction it does not know).  Each JIT mapping
+    is read once; identical code (every CPython perf trampoline) is decoded once, and
+    its rule is one shared tuple."""
+    starts: List[int] = []
+    rules: List[Rule] = []
+    decoded: Dict[bytes, Rule] = {}
     budget = MAX_CODE_READ
-    for function, span in zip(functions, spans):
-        if function.kind not in DECODABLE:
-            continue
-        if span is None:
-            span = (function.start, function.end)
-        chunk = chunks.get(span, False)
-        if chunk is False:
-            size = span[1] - span[0]
-            chunk = memory.try_read(span[0], size) if 0 < size <= budget else None
-            chunks[span] = chunk
-            budget -= max(size, 0)
-        if chunk is None:
-            continue
-        offset = function.start - span[0]
-        code = chunk[offset:offset + min(function.end - function.start, MAX_DECODED)]
-        found = decoded.get(code)
-        if found is None:
-            steps, covered = decode_steps(code)
-            try:
-                found = (covered, cfa_program(steps)) if covered else (0, b"")
-            except ValueError:  # a rule no CFA program can say: no rules for this code
-                found = (0, b"")
-            decoded[code] = found
-        if found[0]:
-            rules.append((function.start, found[0], found[1]))
-    return rules
+    position = 0
+    for span, group in itertools.groupby(spans):  # one group per JIT mapping
+        size = len(list(group))
+        members = [f for f in functions[position:position + size] if f.kind in DECODABLE]
+        position += size
+        if span is None:  # no mapping known: each function's bytes on their own
+            codes = []
+            for function in members:
+                length = min(function.end - function.start, MAX_DECODED)
+                code = memory.try_read(function.start, length) if 0 < length <= budget else None
+                budget -= max(length, 0)
+                codes.append(code or b"")
+        else:
+            length = span[1] - span[0]
+            chunk = memory.try_read(span[0], length) if 0 < length <= budget else None
+            budget -= max(length, 0)
+            if chunk is None:
+                continue
+            base = span[0]
+            codes = [chunk[f.start - base:f.end - base] for f in members]
+            if codes and max(map(len, codes)) > MAX_DECODED:  # rare: clip only then
+                codes = [code[:MAX_DECODED] for code in codes]
+        for code in dict.fromkeys(codes):  # C-level: each distinct code once
+            if code not in decoded:
+                decoded[code] = _rules_of(code)
+        found = list(map(decoded.__getitem__, codes))
+        starts.extend([function.start for function, rule in zip(members, found) if rule[0]])
+        rules.extend([rule for rule in found if rule[0]])
+    return starts, rules
+
+
+def _rules_of(code: bytes) -> Rule:
+    """(bytes covered, CFA program) of ``code`` from its first byte; (0, b"") without."""
+    if not code:
+        return 0, b""
+    steps, covered = decode_steps(code)
+    try:
+        return (covered, cfa_program(steps)) if covered else (0, b"")
+    except ValueError:  # a rule no CFA program can say: no rules for this code
+        return 0, b""
 
 
 def symbol_file_bytes(memory: Memory, regions: RegionMap, functions: Sequence[Region],
                       spans: Optional[Sequence[Span]] = None,
-                      with_unwind_rules: bool = True) -> bytes:
-    """The ELF for ``functions`` (from :func:`select`, with their ``spans``)."""
-    if spans is None:
-        by_start = dict(zip(*select(regions)))
+                      with_unwind_rules: bool = True,
+                      selection: Optional[Selection] = None) -> bytes:
+    """The ELF for ``functions`` (from :func:`select`, with their ``spans``; or the
+    whole ``selection``)."""
+    starts = ends = None
+    if selection is not None:
+        functions, spans, starts, ends = selection
+    elif spans is None:
+        found = select(regions)
+        by_start = dict(zip(found.functions, found.spans))
         spans = [by_start.get(f, None) for f in functions]
-    sections, index_of = code_sections(functions, spans)
-    functions, spans = functions[:len(index_of)], spans[:len(index_of)]
-    rules = unwind_rules(memory, functions, spans) if with_unwind_rules else []
-    return write_elf(sections, functions, index_of, build_eh_frame(rules) if rules else b"")
+    sections = code_sections(functions, spans)
+    kept = sum(section.count for section in sections)
+    if kept < len(functions):
+        functions, spans = functions[:kept], spans[:kept]
+        starts, ends = None, None
+    rule_starts, rules = (unwind_rules(memory, functions, spans) if with_unwind_rules
+                          else ([], []))
+    return write_elf(sections, functions, build_eh_frame(rule_starts, rules) if rules else b"",
+                     starts, ends)

@@ -7,7 +7,7 @@ so they cover only the bytes it understood: a debugger finds no rule beyond them
 """
 
 import struct
-from typing import Iterable, List, Sequence, Tuple
+from typing import Sequence, Tuple
 
 from ..unwind.x86_64 import CALLEE_SAVED, Step
 
@@ -106,13 +106,14 @@ def _padded(body: bytes) -> bytes:
     return struct.pack("<I", len(body)) + body
 
 
-def build_eh_frame(functions: Iterable[Tuple[int, int, bytes]]) -> bytes:
-    """The section for ``functions``: (start address, bytes covered, CFA program)."""
+def build_eh_frame(starts: Sequence[int], rules: Sequence[Tuple[int, bytes]]) -> bytes:
+    """The section for functions at ``starts`` with ``rules``: (bytes covered, CFA
+    program) each."""
     parts = [_cie()]
     offset = len(parts[0])
     tails: dict = {}  # program -> (its FDE's length word + padded tail); programs repeat
     pack = struct.Struct("<IIQQ").pack
-    for start, size, program in functions:
+    for start, (size, program) in zip(starts, rules):
         tail = tails.get(program)
         if tail is None:
             body = uleb128(0) + program

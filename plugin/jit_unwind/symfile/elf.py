@@ -3,17 +3,19 @@ at the code's absolute addresses (the bytes stay the process's), one STT_FUNC sy
 function, and optionally ``.eh_frame``.  A debugger loads it with no offset."""
 
 import itertools
+import operator
 import struct
-from operator import attrgetter
+import sys
+from array import array
 from dataclasses import dataclass
-from typing import List, Sequence
+from typing import List, Optional, Sequence
 
 ET_EXEC, EM_X86_64 = 2, 62
 SHT_PROGBITS, SHT_SYMTAB, SHT_STRTAB, SHT_NOBITS = 1, 2, 3, 8
 SHF_ALLOC, SHF_EXECINSTR = 0x2, 0x4
 STB_GLOBAL, STT_FUNC = 1, 2
-EHDR_SIZE, SHDR_SIZE, SYM_SIZE = 64, 64, 24
-_SYMBOL = struct.Struct("<IBBHQQ")
+PT_LOAD, PF_X, PF_R = 1, 0x1, 0x4
+EHDR_SIZE, PHDR_SIZE, SHDR_SIZE, SYM_SIZE = 64, 56, 64, 24
 
 
 @dataclass(frozen=True)
@@ -21,6 +23,7 @@ class CodeSection:
     name: str
     start: int
     size: int
+    count: int = 0  # how many of the file's functions (the next ones, in order) it holds
 
 
 class _Strings:
@@ -40,14 +43,48 @@ def _align(data: bytearray, alignment: int) -> None:
     data += b"\0" * (-len(data) % alignment)
 
 
-def write_elf(sections: Sequence[CodeSection], functions: Sequence, section_of: Sequence[int],
-              eh_frame: bytes = b"") -> bytes:
+def _symbol_table(sections: Sequence[CodeSection], name_sizes: List[int],
+                  starts: List[int], sizes: List[int]) -> bytes:
+    """The symbol table (a null symbol first) as 64-bit words, three per symbol, filled
+    by slice assignment: a perf map may name 100,000s of functions, and packing them
+    one by one cost more than GDB reading them.  ``name_sizes``: each name's length
+    with its NUL, in .strtab order (which starts with the empty name)."""
+    info = (STB_GLOBAL << 4) | STT_FUNC
+    first_words = array("Q")
+    position, name_offset = 0, 1
+    for index, section in enumerate(sections, 1):
+        if section.count <= 0:
+            continue
+        end = position + section.count
+        # st_name | st_info << 32 | st_other << 40 | st_shndx << 48: a running sum of
+        # the name sizes started from the section's constant bits.
+        first_words.extend(itertools.accumulate(
+            name_sizes[position:end - 1], initial=name_offset | (info << 32) | (index << 48)))
+        name_offset += sum(name_sizes[position:end])
+        position = end
+    table = array("Q", bytes(SYM_SIZE * (len(starts) + 1)))
+    table[3::3] = first_words
+    table[4::3] = array("Q", starts)
+    table[5::3] = array("Q", sizes)
+    if sys.byteorder != "little":
+        table.byteswap()
+    return table.tobytes()
+
+
+def write_elf(sections: Sequence[CodeSection], functions: Sequence,
+              eh_frame: bytes = b"", starts: Optional[List[int]] = None,
+              ends: Optional[List[int]] = None) -> bytes:
     """The file's bytes: one global STT_FUNC symbol per function (anything with
-    ``name``, ``start``, ``end``) in code section ``section_of[i]``.  Section indexes:
+    ``name``, ``start``, ``end``), ``sections[0].count`` of them in the first code
+    section, the next ``sections[1].count`` in the second, and so on.  Section indexes:
     0 null, 1.. code sections, then .eh_frame (when given), .symtab, .strtab,
-    .shstrtab."""
+    .shstrtab.  ``starts`` and ``ends``: the functions' when the caller has them."""
     section_names = _Strings()
-    body = bytearray(EHDR_SIZE)
+    # One PT_LOAD (no file bytes) per code section: LLDB takes a module's base address
+    # and size from its first PT_LOAD, and its core writer refuses a module without one.
+    body = bytearray(EHDR_SIZE) + b"".join(
+        struct.pack("<IIQQQQQQ", PT_LOAD, PF_R | PF_X, 0, section.start, section.start, 0,
+                    section.size, 16) for section in sections)
     headers: List[bytes] = [bytes(SHDR_SIZE)]
 
     def header(name, kind, flags, address, offset, size, link=0, info=0, align=1, entsize=0):
@@ -62,26 +99,23 @@ def write_elf(sections: Sequence[CodeSection], functions: Sequence, section_of: 
         header(".eh_frame", SHT_PROGBITS, 0, 0, len(body), len(eh_frame), align=8)
         body += eh_frame
     symtab_index = len(headers)
+    # List comprehensions: faster than map(attrgetter) over 10,000s of functions.
     names = [f.name or f"[jit {f.start:#x}]" for f in functions]
+    if starts is None or ends is None:
+        starts = [f.start for f in functions]
+        sizes = [f.end - f.start for f in functions]
+    else:
+        sizes = list(map(operator.sub, ends, starts))
     joined = "\0".join(names)
-    if joined.isascii():  # the usual case: offsets from the names' lengths
+    if joined.isascii():  # the usual case: sizes from the names' lengths
         encoded = joined.encode("ascii")
-        lengths = map(len, names)
+        name_sizes = list(map((1).__add__, map(len, names)))
     else:
         parts = [name.encode("utf-8", "replace") for name in names]
         encoded = b"\0".join(parts)
-        lengths = map(len, parts)
-    count = len(names)
-    name_offsets = itertools.accumulate(itertools.islice((n + 1 for n in lengths),
-                                                         max(count - 1, 0)), initial=1)
+        name_sizes = list(map((1).__add__, map(len, parts)))
     string_table = b"\0" + encoded + b"\0" if names else b"\0"
-    starts = list(map(attrgetter("start"), functions))
-    ends = map(attrgetter("end"), functions)
-    # Packed by map() over C-level iterators: a perf map may name 100,000s of functions.
-    symbol_table = bytes(SYM_SIZE) + b"".join(map(
-        _SYMBOL.pack, name_offsets, itertools.repeat((STB_GLOBAL << 4) | STT_FUNC),
-        itertools.repeat(0), map((1).__add__, section_of), starts,
-        map(int.__sub__, ends, starts)))
+    symbol_table = _symbol_table(sections, name_sizes, starts, sizes)
     _align(body, 8)
     header(".symtab", SHT_SYMTAB, 0, 0, len(body), len(symbol_table), link=symtab_index + 1,
            info=1, align=8, entsize=SYM_SIZE)
@@ -98,6 +132,7 @@ def write_elf(sections: Sequence[CodeSection], functions: Sequence, section_of: 
         body += entry
     ident = b"\x7fELF" + bytes([2, 1, 1, 0]) + bytes(8)  # 64-bit, little-endian, SysV
     body[:EHDR_SIZE] = ident + struct.pack(
-        "<HHIQQQIHHHHHH", ET_EXEC, EM_X86_64, 1, 0, 0, section_headers_offset, 0,
-        EHDR_SIZE, 0, 0, SHDR_SIZE, len(headers), shstrtab_index)
+        "<HHIQQQIHHHHHH", ET_EXEC, EM_X86_64, 1, 0, EHDR_SIZE if sections else 0,
+        section_headers_offset, 0, EHDR_SIZE, PHDR_SIZE, len(sections), SHDR_SIZE,
+        len(headers), shstrtab_index)
     return bytes(body)

@@ -4,11 +4,13 @@ For debuggers that cannot resume their own unwinding from registers we recovered
 frame providers): once a walk through JIT code reaches a native caller, its caller is
 found by the CFA rule of its FDE.  Only the common rules are evaluated (CFA = register +
 offset; registers saved at CFA + offset, or unchanged); DWARF expressions end the walk.
-Tables are parsed once per file (pyelftools), keyed by path, size and mtime.
+Entries are parsed when first needed (pyelftools), tables kept per path, size and mtime.
 """
 
 import bisect
+import io
 import os
+import struct
 from typing import Dict, List, Optional, Tuple
 
 from ..target import Memory
@@ -26,36 +28,64 @@ OUTERMOST: Dict[str, int] = {}
 
 
 class CfiTable:
-    """The FDEs of one ELF file, sorted by start (file addresses)."""
+    """The FDEs of one ELF file, sorted by start (file addresses).
+
+    The FDE covering a pc is found through ``.eh_frame_hdr``'s search table and only
+    that FDE (and its CIE) is parsed: pyelftools 0.29 (Debian's, which GDB 13 and
+    lldb-19 use) builds its parsers anew for every entry, about 15 s for all of
+    libpython's.  Without a search table every entry is parsed once."""
 
     def __init__(self, path: str):
+        from elftools.dwarf.callframe import CallFrameInfo
+        from elftools.dwarf.structs import DWARFStructs
         from elftools.elf.elffile import ELFFile
-        self._handle = open(path, "rb")
+        self._handle = open(path, "rb")  # noqa: SIM115 (kept for the table's life)
         elf = ELFFile(self._handle)
-        self.entries: List[Tuple[int, int, object]] = []
-        if elf.get_section_by_name(".eh_frame") is None:
+        self._starts: List[int] = []
+        self._offsets: List[int] = []
+        self._entries: Dict[int, object] = {}
+        frames = elf.get_section_by_name(".eh_frame")
+        if frames is None or not frames["sh_size"]:
             return
-        dwarf = elf.get_dwarf_info(follow_links=False)
-        for entry in dwarf.EH_CFI_entries():
+        data = frames.data()
+        self._cfi = CallFrameInfo(io.BytesIO(data), len(data), frames["sh_addr"],
+                                  DWARFStructs(little_endian=True, dwarf_format=32,
+                                               address_size=8), for_eh_frame=True)
+        header = elf.get_section_by_name(".eh_frame_hdr")
+        index = None if header is None else search_table(
+            header.data(), header["sh_addr"], frames["sh_addr"], len(data))
+        if index is not None:
+            self._starts, self._offsets = index
+            return
+        found = []
+        for entry in self._cfi.get_entries():
             header = getattr(entry, "header", None)
-            if header is None or "initial_location" not in header:
-                continue  # a CIE or a terminator
-            start = header["initial_location"]
-            self.entries.append((start, start + header["address_range"], entry))
-        self.entries.sort(key=lambda item: item[0])
-        self._starts = [item[0] for item in self.entries]
+            if header is not None and "initial_location" in header:
+                found.append((header["initial_location"], entry.offset, entry))
+        found.sort(key=lambda item: item[0])
+        self._starts = [item[0] for item in found]
+        self._offsets = [item[1] for item in found]
+        self._entries = {item[1]: item[2] for item in found}
+
+    def _entry(self, offset: int):
+        entry = self._entries.get(offset)
+        if entry is None:
+            entry = self._entries[offset] = self._cfi._parse_entry_at(offset)
+        return entry
 
     def row_at(self, file_pc: int):
         """The decoded CFI row in force at ``file_pc``, None when no FDE covers it."""
-        index = bisect.bisect_right(getattr(self, "_starts", []), file_pc) - 1
+        index = bisect.bisect_right(self._starts, file_pc) - 1
         if index < 0:
             return None
-        start, end, entry = self.entries[index]
-        if not start <= file_pc < end:
-            return None
         try:
+            entry = self._entry(self._offsets[index])
+            header = entry.header
+            start = header["initial_location"]
+            if not start <= file_pc < start + header["address_range"]:
+                return None
             table = entry.get_decoded().table
-        except Exception:  # an instruction pyelftools cannot decode (it raises on those)
+        except Exception:  # a broken entry, an instruction pyelftools cannot decode
             return None
         row = None
         for candidate in table:
@@ -64,6 +94,29 @@ class CfiTable:
             else:
                 break
         return row
+
+
+# What every linker writes in .eh_frame_hdr: version 1, the .eh_frame pointer
+# pcrel|sdata4, the count udata4, the table datarel|sdata4.
+_HEADER = bytes([1, 0x1B, 0x03, 0x3B])
+MAX_FDES = 1_000_000
+
+
+def search_table(header: bytes, header_address: int, frames_address: int,
+                 frames_size: int) -> Optional[Tuple[List[int], List[int]]]:
+    """(FDE starts, FDE offsets in .eh_frame), sorted by start, from .eh_frame_hdr's
+    binary search table; None for a table in another encoding."""
+    if len(header) < 12 or header[:4] != _HEADER:
+        return None
+    (count,) = struct.unpack_from("<I", header, 8)
+    if count > MAX_FDES or 12 + count * 8 > len(header):
+        return None
+    table = struct.unpack_from(f"<{count * 2}i", header, 12)
+    starts = [header_address + value for value in table[0::2]]
+    offsets = [header_address + value - frames_address for value in table[1::2]]
+    if any(not 0 <= offset < frames_size for offset in offsets):
+        return None
+    return starts, offsets
 
 
 _tables: Dict[Tuple[str, int, float], Optional[CfiTable]] = {}

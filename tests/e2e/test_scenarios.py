@@ -1,0 +1,142 @@
+"""The end-to-end scenarios, written once and run in every debugger (tests/driver.py):
+GDB 13, GDB 18, LLDB 23 (frame provider) and lldb-19 (no providers), each live and on
+a core file its debugger wrote of the same stop.
+
+Each run checks the ``py-mixed-bt --json --all-threads`` document against what the
+scenario's true stack is (tests/scenario_expect.py), and that the core's document is the
+live one (thread names aside: a core keeps none).  In LLDB 23 ``bt`` itself is checked
+against the document: the same JIT frames with the same names, each Python frame right
+after the native frame that runs it, the walk to the program's first frame, and
+``frame select`` on every frame.
+"""
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List
+
+import pytest
+
+from tests.driver import MIXED_JSON, driver
+from tests.jit_python import JIT_MINORS, jit_python
+from tests.lldb_driver import SELECT_EVERY_FRAME, parse_lldb_backtrace
+from tests.python_expect import RECURSE, python_of
+from tests.scenario_expect import (JIT_SCRIPT, check_cpython_jit, check_recursion,
+                                   check_toyjit)
+from tests.support import fixture_binary
+
+DEBUGGERS = ["gdb13", "gdb18", "lldb23", "lldb19"]
+
+
+@dataclass
+class Scenario:
+    program: Callable[[], List]
+    check: Callable[[dict], None]
+    env: Dict[str, str] = field(default_factory=dict)
+
+
+def toyjit(mode, depth, perf_map=False):
+    return Scenario(
+        lambda: [fixture_binary("toyjit"), mode, str(depth), "sigtrap"]
+        + (["--perf-map"] if perf_map else []),
+        lambda document: check_toyjit(document, mode, depth, perf_map))
+
+
+def recursion(version, perf):
+    return Scenario(lambda: [python_of(version), *(["-X", "perf"] if perf else []), RECURSE],
+                    lambda document: check_recursion(document, 3, perf))
+
+
+def cpython_jit(minor, scenario):
+    return Scenario(lambda: [jit_python(minor), JIT_SCRIPT, scenario],
+                    lambda document: check_cpython_jit(document, scenario),
+                    env={"PYTHON_JIT": "1"})
+
+
+SCENARIOS: Dict[str, Scenario] = {
+    **{f"toyjit-{mode}-{depth}": toyjit(mode, depth)
+       for mode in ("fp", "frameless", "mixed") for depth in (0, 1, 500)},
+    "toyjit-mixed-3-perf-map": toyjit("mixed", 3, perf_map=True),
+    "cpython-3.12-perf": recursion("3.12.1", perf=True),
+    "cpython-3.13-perf": recursion("3.13.0", perf=True),
+    "cpython-3.14-perf": recursion("3.14.6", perf=True),
+    "cpython-3.15": recursion("3.15.0rc2", perf=False),
+    "cpython-3.15-perf": recursion("3.15.0rc2", perf=True),
+    **{f"cpython-{minor}-jit-{scenario}": cpython_jit(minor, scenario)
+       for minor in JIT_MINORS for scenario in ("kill", "branchy", "nested", "recursion")},
+}
+
+
+def without_thread_names(document):
+    for thread in document["threads"]:
+        thread.pop("name", None)
+    return document
+
+
+PY_FRAME = re.compile(r"^\[py\] (\S+) at (\S+):(\d+) \[synthetic\]$")
+FRAME_PC = re.compile(r"frame #\d+: 0x([0-9a-f]+) (.*)$")
+
+
+def check_lldb_bt(output: str, document) -> None:
+    """LLDB 23's bt of the main thread lists what the document lists: the JIT frames
+    (named alike), each Python frame after the native frame with its pc, and the walk
+    to the outermost frame."""
+    thread = document["threads"][0]
+    frames = parse_lldb_backtrace(output)
+    assert frames, output
+    assert "unwind stopped" not in output and not any(
+        f.function.startswith("??") for f in frames), output
+    assert frames[-1].function.split(" ")[0] in (thread["frames"][-1]["function"], "_start"), \
+        output
+    # The document's JIT frames, in order, each at its pc under its name.
+    jit = [(f["pc"], f["function"]) for f in thread["frames"] if f["kind"] == "jit"]
+    pcs = {pc for pc, _ in jit}
+    listed_jit = [(int(match.group(1), 16), match.group(2).removesuffix(" [synthetic]"))
+                  for match in map(FRAME_PC.search, (f.line for f in frames))
+                  if match and int(match.group(1), 16) in pcs]
+    assert listed_jit == jit, output
+    # [(pc of the native frame, (function, file name, line))] of every [py] frame
+    listed, pc = [], None
+    for frame in frames:
+        match = PY_FRAME.match(frame.function)
+        if match:
+            listed.append((pc, (match.group(1), match.group(2), int(match.group(3)))))
+            continue
+        found = FRAME_PC.search(frame.line)
+        pc = int(found.group(1), 16) if found else None
+    expected = [(f["pc"], (p["function"], p["file"].rsplit("/", 1)[-1], p["line"]))
+                for f in thread["frames"] for p in f["python"]]
+    assert listed == expected, output
+
+
+def check_every_frame_selected(output: str) -> None:
+    count = int(re.search(r"selecting (\d+) frames", output).group(1))
+    selected = re.findall(r"^frame #(\d+): ", output, re.M)
+    assert count > 3 and [int(n) for n in selected] == list(range(count)), output
+
+
+@pytest.mark.parametrize("debugger", DEBUGGERS)
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_scenario_live_and_core(name, debugger, tmp_path):
+    scenario = SCENARIOS[name]
+    tool = driver(debugger)
+    program = scenario.program()
+    core = tmp_path / tool.core_name()
+    extra = []
+    if debugger == "lldb23":
+        extra = ["bt", SELECT_EVERY_FRAME]
+    live = tool.launch(program, [MIXED_JSON, *extra], env=scenario.env, core=core)
+    try:
+        document = live.document()
+        scenario.check(document)
+        if debugger == "lldb23":
+            check_lldb_bt(live.output("bt"), document)
+            check_every_frame_selected(live.output(SELECT_EVERY_FRAME))
+        from_core = tool.open_core(program, core, [MIXED_JSON, *extra])
+        core_document = from_core.document()
+        scenario.check(core_document)
+        assert without_thread_names(core_document) == without_thread_names(document)
+        if debugger == "lldb23":
+            check_lldb_bt(from_core.output("bt"), core_document)
+            check_every_frame_selected(from_core.output(SELECT_EVERY_FRAME))
+    finally:
+        live.remove_perf_files()
