@@ -68,6 +68,8 @@ def child(spec: Dict) -> Dict:
     out: Dict = {}
     if spec["plugin"]:
         out["load"] = run(f"command script import {LLDB_INIT}")[:2]
+    for command in spec.get("before", ()):  # settings, before the program or core
+        run(command)
     if spec["core"]:
         run(f"target create --core {spec['core']} {spec['program'][0]}")
         # The provider is registered from a listener thread once a core is loaded.
@@ -79,7 +81,16 @@ def child(spec: Dict) -> Dict:
     else:
         run(f"file {spec['program'][0]}")
         run("settings set -- target.run-args " + " ".join(spec["program"][1:]))
-        out["run"] = run("run")[:2]
+        if spec.get("quiet_launch"):
+            # SBTarget.Launch prints no stop (no frame 0 shown): the stop's frames are
+            # unwound by the first command, as on a core.
+            cpu, wall = time.process_time(), time.perf_counter()
+            error = lldb.SBError()
+            target = debugger.GetSelectedTarget()
+            target.Launch(target.GetLaunchInfo(), error)
+            out["run"] = (time.process_time() - cpu, time.perf_counter() - wall)
+        else:
+            out["run"] = run("run")[:2]
     for command in spec["commands"]:
         cpu, wall, text = run(command)
         out[command] = {"cpu": cpu, "wall": wall, "text": text}
@@ -91,10 +102,12 @@ def child(spec: Dict) -> Dict:
 
 
 def session(program: List[str], commands: List[str], plugin: bool,
-            core: Optional[Path] = None) -> Dict:
+            core: Optional[Path] = None, before: List[str] = (),
+            quiet_launch: bool = False) -> Dict:
     from lldb_driver import lldb_server
     spec = {"program": program, "commands": commands, "plugin": plugin,
-            "core": str(core) if core else None}
+            "core": str(core) if core else None, "before": list(before),
+            "quiet_launch": quiet_launch}
     env = dict(os.environ, LLDB_DEBUGSERVER_PATH=lldb_server())
     for name in ("PYTHONHOME", "PYTHONPATH"):
         env.pop(name, None)

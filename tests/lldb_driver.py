@@ -45,13 +45,33 @@ def run_lldb(commands: Sequence[str], program: Sequence[str] = (),
     env = dict(os.environ, LLDB_DEBUGSERVER_PATH=lldb_server())
     for name in ("PYTHONHOME", "PYTHONPATH"):
         env.pop(name, None)
-    result = subprocess.run([str(VENV_PYTHON), __file__, json.dumps(spec)],
-                            capture_output=True, text=True, timeout=LLDB_TIMEOUT,
-                            stdin=subprocess.DEVNULL, env=env)
-    output = result.stdout + result.stderr
-    assert result.returncode == 0, f"LLDB's process died ({result.returncode}):\n{output}"
+    with subprocess.Popen([str(VENV_PYTHON), __file__, json.dumps(spec)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          stdin=subprocess.DEVNULL, env=env) as lldb_process:
+        try:
+            output, errors = lldb_process.communicate(timeout=LLDB_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            stacks = _native_stacks(lldb_process.pid)
+            lldb_process.kill()
+            output, errors = lldb_process.communicate()
+            output += errors
+            raise AssertionError(f"LLDB hung ({LLDB_TIMEOUT} s) on {spec}:\n{output}\n"
+                                 f"its threads:\n{stacks}") from None
+    output += errors
+    assert lldb_process.returncode == 0, \
+        f"LLDB's process died ({lldb_process.returncode}):\n{output}"
     assert "Traceback" not in output, output
     return output
+
+
+def _native_stacks(pid: int) -> str:
+    """Every thread's stack of a hung LLDB (GDB attached for a moment), for the report."""
+    try:
+        return subprocess.run(["gdb", "-nx", "-batch", "-p", str(pid), "-ex",
+                               "thread apply all bt 40"], capture_output=True, text=True,
+                              timeout=120).stdout
+    except (OSError, subprocess.SubprocessError) as error:
+        return f"(no stacks: {error})"
 
 
 @dataclass

@@ -2,8 +2,8 @@
 
 Same cores (gcore of the toy JIT in its three modes, CPython 3.12 ``-X perf``, 3.13's
 and 3.14's JIT) with the same damage; the baseline is LLDB's own unwind of the same
-thread, ``bt --provider 0`` (no symbol file of ours is loaded: it is off by default with
-frame providers).  With the plugin nothing prints a traceback, ``bt`` keeps
+thread, ``bt --provider 0`` after ``jit-unwind symbol-file off`` (no module of ours gives LLDB's
+unwinder rules for JIT code then).  With the plugin nothing prints a traceback, ``bt`` keeps
 LLDB's frames up to and including its first one without a name (where LLDB meets JIT
 code or a scribbled return address), a walk that went past LLDB's own says why it ended
 where it did not reach an outermost function, and ``py-mixed-bt`` (text and JSON) stays
@@ -68,16 +68,17 @@ def assert_lldb_says_why(plain: List[LldbFrame], ours: List[LldbFrame], output: 
 
 
 def check_lldb_core(program, core, python: bool) -> str:
-    commands = [WAIT_FOR_PROVIDER, "bt", "bt --provider 0", "image list", "jit-regions"]
+    commands = [WAIT_FOR_PROVIDER, "bt", "jit-unwind symbol-file off", "bt --provider 0",
+                "image list", "jit-regions"]
     if python:
         commands += ["py-mixed-bt", "py-mixed-bt --json", "script print('@@end')"]
     output = run_lldb(commands, [program], core=core)
     assert "Traceback" not in output and "Python Exception" not in output, output
-    ours = parse_lldb_backtrace(_between(output, "bt", "bt --provider 0"))
-    # The baseline is LLDB's own unwind, `bt --provider 0` in the same session: with
-    # frame providers the symbol file is off by default, so no module of ours gives
-    # LLDB's unwinder rules for JIT code (checked; a second LLDB session without the
-    # plugin for the baseline hung now and then on a truncated core, LLDB's own doing).
+    ours = parse_lldb_backtrace(_between(output, "bt", "jit-unwind symbol-file off"))
+    # The baseline is LLDB's own unwind, `bt --provider 0` in the same session once our
+    # module is removed, so that it gives LLDB's unwinder no rules for JIT code (checked;
+    # a second LLDB session without the plugin for the baseline hung now and then on a
+    # truncated core, LLDB's own doing).
     assert ".elf" not in _between(output, "image list", "jit-regions"), output
     plain = parse_lldb_backtrace(_between(output, "bt --provider 0", "image list"))
     if not plain:

@@ -9,17 +9,7 @@ from pathlib import Path
 
 from tests.e2e.test_lldb19 import run_lldb19
 from tests.lldb_driver import WAIT_FOR_PROVIDER, parse_lldb_backtrace
-from tests.lldb_driver import run_lldb as _run_lldb
-
-# With frame providers (LLDB 23) the symbol file is off by default.
-ENABLE = "jit-unwind symbol-file on"
-
-
-def run_lldb(commands, *args, **kwargs):
-    commands = list(commands)
-    if not any(c.startswith("jit-unwind symbol-file") for c in commands):
-        commands.insert(0, ENABLE)
-    return _run_lldb(commands, *args, **kwargs)
+from tests.lldb_driver import run_lldb
 from tests.python_expect import python_of
 from tests.support import REPO, fixture_binary, run_gdb
 
@@ -151,19 +141,20 @@ GDB_13 = Path("/usr/bin/gdb")
 
 
 def test_lldb23_setting_turns_the_module_on_and_off():
-    """``jit-unwind symbol-file`` is off by default with frame providers, listed with
-    the other settings; on adds the module at once, off removes it."""
-    output = _run_lldb(["process launch", "jit-unwind", "image list",
-                        "jit-unwind symbol-file on", "image list", "image lookup -n toy::jit_fp",
-                        "jit-unwind symbol-file off", "image list", "jit-unwind"],
-                       [fixture_binary("toyjit"), *TOY])
+    """``jit-unwind symbol-file`` is on by default, listed with the other settings; off
+    removes the module at once, on adds it again."""
+    output = run_lldb(["process launch", "jit-unwind", "image list",
+                       "jit-unwind symbol-file off", "image list", "image lookup -n toy::jit_fp",
+                       "jit-unwind symbol-file on", "image list", "image lookup -n toy::jit_fp",
+                       "jit-unwind"],
+                      [fixture_binary("toyjit"), *TOY])
     _remove_perf_maps(output)
     parts = output.split("(lldb) jit-unwind symbol-file ")
-    assert "symbol-file: off" in parts[0] and ".elf" not in parts[0], output
-    assert re.search(r"jit-\d+-\d+\.elf", parts[1]), output
-    assert "1 match found" in parts[1] and "toy::jit_fp" in parts[1], output
-    assert ".elf" not in parts[2].split("(lldb) jit-unwind\n")[0], output
-    assert parts[2].rstrip().endswith("symbol-file: off\njitdump: auto"), output
+    assert "symbol-file: on" in parts[0] and re.search(r"jit-\d+-\d+\.elf", parts[0]), output
+    assert ".elf" not in parts[1] and "1 match found" not in parts[1], output
+    assert re.search(r"jit-\d+-\d+\.elf", parts[2]), output
+    assert "1 match found" in parts[2] and "toy::jit_fp" in parts[2], output
+    assert parts[2].rstrip().endswith("symbol-file: on\njitdump: auto"), output
 
 
 def _between(output, first, second):

@@ -74,6 +74,15 @@ def without_thread_names(document):
 
 PY_FRAME = re.compile(r"^\[py\] (\S+) at (\S+):(\d+) \[synthetic\]$")
 FRAME_PC = re.compile(r"frame #\d+: 0x([0-9a-f]+) (.*)$")
+# A JIT frame LLDB names from our symbol file: "jit-PID-N.elf`NAME + OFFSET".
+IN_SYMBOL_FILE = re.compile(r"^jit-\d+-\d+\.elf`(.*?)(?: \+ \d+)?$")
+
+
+def jit_frame_name(text: str) -> str:
+    """A JIT frame's name in LLDB's bt, as the provider gives it or from the module."""
+    text = text.removesuffix(" [synthetic]")
+    match = IN_SYMBOL_FILE.match(text)
+    return match.group(1) if match else text
 
 
 def check_lldb_bt(output: str, document) -> None:
@@ -90,7 +99,7 @@ def check_lldb_bt(output: str, document) -> None:
     # The document's JIT frames, in order, each at its pc under its name.
     jit = [(f["pc"], f["function"]) for f in thread["frames"] if f["kind"] == "jit"]
     pcs = {pc for pc, _ in jit}
-    listed_jit = [(int(match.group(1), 16), match.group(2).removesuffix(" [synthetic]"))
+    listed_jit = [(int(match.group(1), 16), jit_frame_name(match.group(2)))
                   for match in map(FRAME_PC.search, (f.line for f in frames))
                   if match and int(match.group(1), 16) in pcs]
     assert listed_jit == jit, output

@@ -22,19 +22,15 @@ if not hasattr(lldb.SBTarget, "RegisterScriptedFrameProvider"):
     SETTINGS["frame-format"] = [True, "name JIT frames in bt through LLDB's frame-format "
                                       "and thread-format settings (this LLDB has no frame "
                                       "providers); off gives both their values back"]
-# The JIT symbol file (lldb/symfile.py): on where LLDB has no frame providers
-# (lldb-19, whose own unwinder then goes through named JIT code), off with them (LLDB
-# 22+) until the provider's walk and LLDB's own unwind through the file's .eh_frame
-# agree on every frame.  Measured with it on (tests/e2e/test_same_json.py,
-# cpython-3.14-jit, raise_in_hot_loop.py): LLDB's input frames are right (one
-# _PyEval_EvalFrameDefault below the shim), but the walk, which unwinds JIT input
-# frames itself, emits its own eval-loop frame and rejoins LLDB's at another sp, so bt
-# and py-mixed-bt list _PyEval_EvalFrameDefault twice where GDB lists it once.
+# The JIT symbol file (lldb/symfile.py), on by default: LLDB names JIT code from it
+# outside bt (image lookup, disassemble, breakpoints), and its own unwinder goes through
+# the code the file has .eh_frame for; with frame providers, the provider's walk takes
+# LLDB's frames again where they meet its own (lldb/symfile.py drops a walk made before
+# the module came or went).
 SETTINGS["symbol-file"] = [
-    not hasattr(lldb.SBTarget, "RegisterScriptedFrameProvider"),
+    True,
     "give LLDB a module naming the JIT functions of each stop (perf map, jitdump, "
-    "CPython's JIT executors), so image lookup, disassemble and breakpoints name them; "
-    "off by default where LLDB has frame providers"]
+    "CPython's JIT executors), so image lookup, disassemble and breakpoints name them"]
 # Settings whose value is a path, not on|off: name -> help.
 PATH_SETTINGS = {
     "jitdump": "the perf jitdump file (jit-PID.dump) to read first, when it is not where "

@@ -1,13 +1,12 @@
 """Load the symbol file of this stop's JIT code into LLDB (``SBTarget.AddModule`` at
 slide 0) and replace it when the named regions change (``SBTarget.RemoveModule``).
 
-Called at safe points only: a stop-hook (every stop, before the user sees it), the
-jit-regions command, and for a core file (which never stops) registration's listener
-thread; never from the frame provider, which LLDB runs while it builds a thread's
-frames.  With the file loaded, LLDB's own unwinder goes through the code the file has
-.eh_frame for, and LLDB 23.1 still lists the provider's JIT frames (ScriptedFrames)
-inside the module, named from its symbols (measured on the toy JIT, CPython -X perf and
-CPython's JIT): the provider needs no change.
+Called at safe points only: a stop-hook (every stop, before the user sees it), and the
+jit-regions and py-mixed-bt commands (a core file never stops); never from the frame
+provider, which LLDB runs while it builds a thread's frames, nor from registration's
+listener thread (AddModule there deadlocked LLDB 23.1 against a bt on the main thread).
+With the file loaded, LLDB's own unwinder goes through the code the file has .eh_frame
+for, and LLDB names the JIT frames inside the module from its symbols.
 """
 
 import os
@@ -28,8 +27,7 @@ _modules: Dict[int, "lldb.SBModule"] = {}
 
 
 def is_enabled() -> bool:
-    """``jit-unwind symbol-file on|off`` (lldb/settings.py says why its default differs
-    with frame providers)."""
+    """``jit-unwind symbol-file on|off`` (default on)."""
     from .settings import setting
     return setting("symbol-file")
 
@@ -48,7 +46,7 @@ def _key(target: "lldb.SBTarget") -> int:
 def refresh(target: "lldb.SBTarget") -> None:
     """Load, replace or unload ``target``'s symbol file for this stop; never raises."""
     try:
-        with _lock:  # the listener thread and the main thread may both get here
+        with _lock:  # a stop-hook and a command may overlap (LLDB's async mode)
             _refresh(target)
     except Exception:  # a symbol file is a bonus; never disturb a stop
         pass
@@ -71,6 +69,11 @@ def _refresh(target) -> None:
 
 
 def _replace(target, key, files, old, new) -> None:
+    if old or new:
+        # LLDB's own frames change with the module (its .eh_frame and symbols): a walk
+        # made from the frames before it (the core's first frame shown, before the
+        # listener loads the file) would index frames that are no longer those.
+        _forget_walks(target)
     if old:
         module = _modules.pop(key, None)
         if module is not None and module.IsValid():
@@ -97,11 +100,10 @@ def _replace(target, key, files, old, new) -> None:
             pass
 
 
-def refresh_core(target: "lldb.SBTarget") -> None:
-    """From registration's listener thread (modules loaded): a core file never stops,
-    so its symbol file is loaded there.  Live processes are left to the stop-hook."""
-    if cache_for(target.GetProcess()).process.core_file() is not None:
-        refresh(target)
+def _forget_walks(target) -> None:
+    process = target.GetProcess()
+    if process.IsValid():
+        cache_for(process).invalidate()
 
 
 def in_symbol_file(target: "lldb.SBTarget", pc: int) -> bool:
