@@ -80,6 +80,28 @@ def test_lldb23_names_toy_jit_frames_live_and_from_a_core(tmp_path):
         assert not _symbol_file(output).exists(), output  # removed when LLDB quits
 
 
+def test_lldb23_own_core_names_jit_code_at_once(tmp_path):
+    """LLDB 23 runs stop-hooks when it loads a core: the module is there for the first
+    command (no jit-regions first).  A core LLDB saved while our module was loaded
+    lists that (deleted) file; LLDB makes an empty module for it, which ours replaces:
+    one module of ours, which names the JIT code."""
+    from tests.driver import driver
+    lldb23 = driver("lldb23")
+    program = [fixture_binary("toyjit"), *TOY]
+    core = tmp_path / lldb23.core_name()
+    live = lldb23.launch(program, ["bt"], core=core)
+    try:
+        frames = parse_lldb_backtrace(live.output("bt"))
+        pc = re.search(r"frame #\d+: (0x[0-9a-f]+)", frames[4].line).group(1)
+        lookup = f"image lookup -a {pc}"
+        opened = lldb23.open_core(program, core, [lookup, "image list"])
+    finally:
+        live.remove_perf_files()
+    assert re.search(rf"Summary: jit-\d+-\d+\.elf`{re.escape(JIT_FRAMES[4])} \+ \d+$",
+                     opened.output(lookup), re.M), opened.whole
+    assert len(re.findall(r"jit-\d+-\d+\.elf", opened.output("image list"))) == 1, opened.whole
+
+
 def test_lldb23_bt_with_the_symbol_file_lists_every_frame():
     """The provider's bt with the module loaded: the same frames to main as without it
     (LLDB 23.1 keeps ScriptedFrames inside the module)."""

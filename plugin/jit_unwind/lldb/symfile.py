@@ -10,6 +10,7 @@ for, and LLDB names the JIT frames inside the module from its symbols.
 """
 
 import os
+import re
 import threading
 from typing import Dict, Optional, Tuple
 
@@ -19,6 +20,8 @@ from ..symfile import SymbolFiles
 from .state import cache_for
 
 TRIPLE = "x86_64-unknown-linux-gnu"
+# Our files' paths (SymbolFiles: a private jit-unwind-XXXX directory, jit-PID-N.elf).
+OUR_FILE = re.compile(r"/jit-unwind-[^/]+/jit-\d+-\d+\.elf$")
 HOOK = "jit_unwind.lldb.symfile.LoadOnStop"
 
 # Per target (GloballyUniqueID): its SymbolFiles and the module loaded from it.
@@ -80,6 +83,7 @@ def _replace(target, key, files, old, new) -> None:
             target.RemoveModule(module)
         files.delete(old)
     if new:
+        _remove_saved_copies(target)
         module = target.AddModule(new, TRIPLE, None)
         if module is None or not module.IsValid():
             files.failed(new)
@@ -98,6 +102,19 @@ def _replace(target, key, files, old, new) -> None:
             os.rmdir(os.path.dirname(new))
         except OSError:
             pass
+
+
+def _remove_saved_copies(target) -> None:
+    """LLDB's own cores (``process save-core``) list the modules of the session that
+    wrote them, our symbol file included; opening such a core, LLDB makes an empty
+    module for that long deleted file at the JIT code's address.  Ours replaces it."""
+    stale = []
+    for index in range(target.GetNumModules()):
+        module = target.GetModuleAtIndex(index)
+        if OUR_FILE.search(module.GetFileSpec().fullpath or ""):
+            stale.append(module)
+    for module in stale:
+        target.RemoveModule(module)
 
 
 def _forget_walks(target) -> None:
