@@ -79,6 +79,9 @@ def test_toy_jit_functions_are_named_everywhere(gdb, tmp_path):
     try:
         from_core = run_gdb(gdb, [SHOW_METHOD, OFF, _marker("off"), "bt", ON,
                                   _marker("on"), "bt", *NAVIGATE_TOY], [toyjit], core=core)
+        # A batch script that loads the core itself: no prompt comes before the next
+        # command, which finds the file loaded all the same.
+        later = run_gdb(gdb, [f"file {toyjit}", f"core-file {core}", *NAVIGATE_TOY])
     finally:
         remove_perf_map(live)
     for output in (live, from_core):
@@ -86,6 +89,8 @@ def test_toy_jit_functions_are_named_everywhere(gdb, tmp_path):
         assert "[via prologue]" in _section(output, "on"), output  # still our unwinder
         _check_toy_navigation(_section(output, "navigate"))
         _assert_gone(_symbol_files(output), output)
+    _check_toy_navigation(_section(later, "navigate"))
+    _assert_gone(_symbol_files(later), later)
     (path,) = _symbol_files(live)
     assert f"Symbol file {path}: all 4 perf-map regions." in _section(live, "regions"), live
 

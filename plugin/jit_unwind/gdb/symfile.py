@@ -2,7 +2,9 @@
 and replace it when the named regions change (``remove-symbol-file FILE``).
 
 Runs only at safe points: after a stop, before a prompt, when the plugin loads (a core
-given on GDB's command line), when the setting changes, and from our own commands.
+given on GDB's command line), when GDB reads an object file of a core it is loading
+(``core-file`` in a batch script has no prompt after it), when the setting changes, and
+from our own commands.
 Never inside the unwinder or a frame filter: adding an object file resets GDB's frame
 cache, which must not happen while GDB is building or printing frames.
 """
@@ -11,7 +13,7 @@ import gdb
 
 from ..symfile import SymbolFiles
 from .settings import debug_log, symbol_file_enabled
-from .state import STATE, ignore_objfile, removing_own_objfile
+from .state import STATE, ignore_objfile, is_own_objfile, removing_own_objfile
 
 # No .eh_frame: GDB runs the plugin's unwinder before it reads one, and decoding the
 # rules of every function of a 10,000-line perf map cost more than GDB's own load.
@@ -74,8 +76,23 @@ def exiting(*_args) -> None:
     FILES.cleanup()
 
 
+def _on_new_objfile(event) -> None:
+    """GDB loads a core: its executable and libraries come one by one (regions and
+    runtimes read once each is there; the file is planned again only when the named
+    regions change).  A live process's new object files come at the dynamic loader's
+    internal stops, before the user sees one: those wait for the stop."""
+    try:
+        if is_own_objfile(getattr(event.new_objfile, "filename", None)) or \
+                STATE.process.connection() != "core":
+            return
+    except gdb.error:
+        return
+    refresh()
+
+
 def connect() -> None:
     gdb.events.stop.connect(refresh)
+    gdb.events.new_objfile.connect(_on_new_objfile)
     before_prompt = getattr(gdb.events, "before_prompt", None)
     if before_prompt is not None:
         before_prompt.connect(refresh)
