@@ -29,7 +29,6 @@ load / first bt (goal: < 0.20).  The "(wall)" column is the same ratio in elapse
 import argparse
 import os
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -40,7 +39,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 from lldb_costs import session  # noqa: E402
-from symbol_file_cost import GOAL, _build  # noqa: E402
+from symbol_file_cost import _build, _report  # noqa: E402
 
 LLDB19 = Path("/usr/bin/lldb-19")
 LLDB_INIT = REPO / "lldb_init.py"
@@ -114,16 +113,6 @@ def lldb19(binary: Path, functions: int, core: Path, save: bool) -> Dict:
             "pid": int(pid.group(1)) if pid else None}
 
 
-def report(label: str, runs: List[Dict]) -> None:
-    first = statistics.median(r["first_bt"] for r in runs)
-    load = statistics.median(r["load"] for r in runs)
-    ratio = statistics.median(r["load"] / r["first_bt"] for r in runs)
-    wall = statistics.median(r["load_wall"] / r["first_bt_wall"] for r in runs)
-    verdict = "ok" if ratio < GOAL else f"above the goal {GOAL:.2f}"
-    print(f"{label:<16} {first * 1e3:>9.1f}ms {load * 1e3:>9.1f}ms {ratio:>14.3f} "
-          f"{wall:>7.3f}  {verdict}", flush=True)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--functions", type=int, default=10_000)
@@ -136,7 +125,7 @@ def main() -> int:
         debuggers.append(("lldb-19", lldb19))
     print(f"manyjit {options.functions} --perf-map, {options.sessions} sessions each, "
           f"CPU time of LLDB, medians")
-    print(f"{'LLDB, stack':<16} {'first bt':>11} {'load':>11} {'load/first bt':>14} "
+    print(f"{'LLDB, stack':<26} {'first bt':>10} {'load':>10} {'load/first bt':>14} "
           f"{'(wall)':>7}")
     for label, measure in debuggers:
         with tempfile.TemporaryDirectory() as directory:
@@ -152,8 +141,8 @@ def main() -> int:
                 for run in live:
                     if run["pid"]:
                         Path(f"/tmp/perf-{run['pid']}.map").unlink(missing_ok=True)
-        report(f"{label}, live", live)
-        report(f"{label}, core", cores)
+        _report(f"{label}, live", live)
+        _report(f"{label}, core", cores)
     return 0
 
 

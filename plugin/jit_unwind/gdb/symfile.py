@@ -88,6 +88,10 @@ def _on_new_objfile(event) -> None:
     except gdb.error:
         return
     refresh()
+    # GDB goes on loading the core after its last object file (threads, registers)
+    # and says nothing when done: what the stop cache read here must not outlive that
+    # (a second core at the same path unwound with the first one's cache, measured).
+    STATE.invalidate()
 
 
 def connect() -> None:
