@@ -66,6 +66,9 @@ def child(spec: Dict) -> Dict:
                 result.GetOutput() + result.GetError())
 
     out: Dict = {}
+    # As in the tests (tests/lldb_driver.py): LLDB 23.1's parallel module loading
+    # deadlocked now and then in `target create --core`; both kinds of session alike.
+    run("settings set target.parallel-module-load false")
     if spec["plugin"]:
         out["load"] = run(f"command script import {LLDB_INIT}")[:2]
     for command in spec.get("before", ()):  # settings, before the program or core

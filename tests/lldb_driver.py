@@ -129,8 +129,8 @@ def _main(spec) -> None:
     interpreter = debugger.GetCommandInterpreter()
     # LLDB 23.1 loads a core's modules on a thread pool by default, and two of its
     # workers deadlocked now and then in `target create --core` (ObjectFile section
-    # locks taken in opposite orders; LLDB's own doing, seen with and without the plugin,
-    # stacks in tests/lldb_driver.py's hang report): load them one by one in tests.
+    # locks taken in opposite orders; LLDB's own doing: the plugin's thread was idle in
+    # the hang report's stacks): load them one by one in tests.
     interpreter.HandleCommand("settings set target.parallel-module-load false",
                               lldb.SBCommandReturnObject())
 

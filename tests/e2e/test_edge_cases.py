@@ -16,7 +16,8 @@ import pytest
 
 from tests.jit_python import CACHE, INTERPRETERS, fixture_python, jit_python
 from tests.python_expect import RECURSE, expected_recursion, python_frames_with_parents
-from tests.support import REPO, fixture_binary, parse_backtrace, pyenv_python, run_gdb
+from tests.support import (PRINT_PID, REPO, fixture_binary, parse_backtrace, pyenv_python,
+                           remove_perf_map, run_gdb)
 
 SCHEMA = json.loads((REPO / "docs" / "py-mixed-bt.schema.json").read_text())
 PENDING = "set breakpoint pending on"  # pyenv's CPython: libpython is loaded at run
@@ -292,8 +293,9 @@ def test_stripped_python_launcher(gdb, tmp_path, version):
     if version in INTERPRETERS:  # the copy cannot find its standard library by itself
         early = [f"set environment PYTHONHOME={CACHE / INTERPRETERS[version][0]}"]
     program = [python, "-X", "perf", RECURSE]
-    ours = run_gdb(gdb, ["run", "bt", "py-mixed-bt"], program, early=early)
-    plain = run_gdb(gdb, ["run", "bt"], program, plugin=False, early=early)
+    ours = run_gdb(gdb, ["run", "bt", "py-mixed-bt", PRINT_PID], program, early=early)
+    plain = run_gdb(gdb, ["run", "bt", PRINT_PID], program, plugin=False, early=early)
+    remove_perf_map(ours + plain)
     bt, _, mixed = ours.partition("Thread 1 (LWP")
     assert [e for e, _ in python_frames_with_parents(bt)] == expected_recursion(3), ours
     assert [e for e, _ in python_frames_with_parents(mixed, mixed=True)] == \

@@ -12,7 +12,7 @@ from tests.jit_python import JIT_MINORS, jit_python
 from tests.lldb_driver import (SELECT_EVERY_FRAME, WAIT_FOR_PROVIDER,
                                parse_lldb_backtrace, run_lldb)
 from tests.python_expect import SCRIPTS, marks, python_of
-from tests.support import GDB_BINARIES, REPO, run_gdb
+from tests.support import GDB_BINARIES, PRINT_PID, REPO, remove_perf_map, run_gdb
 
 SCRIPT = REPO / "tests" / "fixtures" / "python" / "recurse_sigtrap.py"
 JIT_SCRIPT = SCRIPTS / "jit_scenarios.py"
@@ -75,12 +75,13 @@ def test_perf_trampolines_live_and_from_gcore(tmp_path):
     live = run_lldb(["process launch", "bt", "py-mixed-bt", "py-mixed-bt --json",
                      SELECT_EVERY_FRAME], [python, "-X", "perf", SCRIPT])
     pid = re.search(r"Process (\d+) launched", live).group(1)
+    gcore_run = ""
     try:
         check_bt(live)
         check_mixed(live)
         assert "error" not in live.split(SELECT_EVERY_FRAME)[1], live
-        run_gdb(GDB_BINARIES["gdb13"], ["run", f"gcore {core}"],
-                [python, "-X", "perf", SCRIPT], plugin=False)
+        gcore_run = run_gdb(GDB_BINARIES["gdb13"], ["run", PRINT_PID, f"gcore {core}"],
+                            [python, "-X", "perf", SCRIPT], plugin=False)
         # The core's perf map is the gcore run's: same script, same trampolines.
         from_core = run_lldb([WAIT_FOR_PROVIDER, "bt", "py-mixed-bt", "py-mixed-bt --json"],
                              [python], core=core)
@@ -88,6 +89,8 @@ def test_perf_trampolines_live_and_from_gcore(tmp_path):
         check_mixed(from_core)
     finally:
         Path(f"/tmp/perf-{pid}.map").unlink(missing_ok=True)
+        if gcore_run:
+            remove_perf_map(gcore_run)
 
 
 def check_jit_bt(output, lines):

@@ -11,7 +11,7 @@ from tests.e2e.test_lldb19 import run_lldb19
 from tests.lldb_driver import WAIT_FOR_PROVIDER, parse_lldb_backtrace
 from tests.lldb_driver import run_lldb
 from tests.python_expect import python_of
-from tests.support import REPO, fixture_binary, run_gdb
+from tests.support import PRINT_PID, REPO, fixture_binary, remove_perf_map, run_gdb
 
 TOY = ["mixed", "1", "sigtrap", "--perf-map"]
 # The toy's stack under LLDB (two libc frames above toy_stop): the frames the
@@ -64,7 +64,8 @@ def test_lldb23_names_toy_jit_frames_live_and_from_a_core(tmp_path):
     first = run_lldb(["run", "bt"], [toyjit, *TOY])
     live = run_lldb(["run", *_navigate_by_address(first), "jit-regions"], [toyjit, *TOY])
     core = tmp_path / "toyjit.core"
-    gdb_output = run_gdb(GDB_13, ["run", f"gcore {core}"], [toyjit, *TOY], plugin=False)
+    gdb_output = run_gdb(GDB_13, ["run", PRINT_PID, f"gcore {core}"], [toyjit, *TOY],
+                         plugin=False)
     try:
         first_core = run_lldb([WAIT_FOR_PROVIDER, "jit-regions", "bt"], [toyjit], core=core)
         from_core = run_lldb([WAIT_FOR_PROVIDER, "jit-regions",
@@ -72,8 +73,7 @@ def test_lldb23_names_toy_jit_frames_live_and_from_a_core(tmp_path):
     finally:
         _remove_perf_maps(first)
         _remove_perf_maps(live)
-        for pid in set(re.findall(r"process (\d+)", gdb_output)):
-            Path(f"/tmp/perf-{pid}.map").unlink(missing_ok=True)
+        remove_perf_map(gdb_output)
     for output in (live, from_core):
         _check_toy(output)
         assert re.search(r"Symbol file /\S+\.elf: all 4 perf-map regions\.", output), output
