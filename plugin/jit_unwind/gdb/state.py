@@ -18,10 +18,6 @@ def ignore_objfile(path: str) -> None:
     _OWN_OBJFILES.add(path)
 
 
-def is_own_objfile(path) -> bool:
-    return path in _OWN_OBJFILES
-
-
 def _on_new_objfile(event) -> None:
     if getattr(event.new_objfile, "filename", None) not in _OWN_OBJFILES:
         STATE.invalidate()

@@ -2,7 +2,7 @@
 and replace it when the named regions change (``remove-symbol-file FILE``).
 
 Runs only at safe points: after a stop, before a prompt, when the plugin loads (a core
-given on GDB's command line), when GDB reads an object file of a core it is loading
+given on GDB's command line), when GDB has read the object files of a core it is loading
 (``core-file`` in a batch script has no prompt after it), when the setting changes, and
 from our own commands.
 Never inside the unwinder or a frame filter: adding an object file resets GDB's frame
@@ -13,7 +13,7 @@ import gdb
 
 from ..symfile import SymbolFiles
 from .settings import debug_log, symbol_file_enabled
-from .state import STATE, ignore_objfile, is_own_objfile, removing_own_objfile
+from .state import STATE, ignore_objfile, removing_own_objfile
 
 # No .eh_frame: GDB runs the plugin's unwinder before it reads one, and decoding the
 # rules of every function of a 10,000-line perf map cost more than GDB's own load.
@@ -76,22 +76,24 @@ def exiting(*_args) -> None:
     FILES.cleanup()
 
 
+# GDB names the vDSO's object file so; on Linux it adds it when the inferior is set up,
+# after the executable and the shared libraries: a core's last object file.
+VDSO = "system-supplied DSO at "
+
+
 def _on_new_objfile(event) -> None:
-    """GDB loads a core: its executable and libraries come one by one (regions and
-    runtimes read once each is there; the file is planned again only when the named
-    regions change).  A live process's new object files come at the dynamic loader's
-    internal stops, before the user sees one: those wait for the stop."""
+    """GDB loads a core: after its last object file (the vDSO) the regions and runtimes
+    can be read, and a batch script's ``core-file`` is followed by no prompt.  A live
+    process's object files come at the dynamic loader's internal stops, before the user
+    sees one: those wait for the stop; a core without a vDSO waits for a command."""
+    filename = getattr(event.new_objfile, "filename", None) or ""
     try:
-        if is_own_objfile(getattr(event.new_objfile, "filename", None)) or \
-                STATE.process.connection() != "core":
+        if not filename.startswith(VDSO) or STATE.process.connection() != "core":
             return
     except gdb.error:
         return
-    refresh()
-    # GDB goes on loading the core after its last object file (threads, registers)
-    # and says nothing when done: what the stop cache read here must not outlive that
-    # (a second core at the same path unwound with the first one's cache, measured).
-    STATE.invalidate()
+    refresh()  # the stop cache it fills is the first bt's (object files GDB's JIT
+    # interface adds later drop it, as any new object file does)
 
 
 def connect() -> None:
