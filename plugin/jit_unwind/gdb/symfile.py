@@ -92,8 +92,9 @@ def _on_new_objfile(event) -> None:
             return
     except gdb.error:
         return
-    refresh()  # the stop cache it fills is the first bt's (object files GDB's JIT
-    # interface adds later drop it, as any new object file does)
+    # The stop cache this fills serves the first bt; object files GDB's JIT interface
+    # adds after the vDSO drop it, as any new object file does.
+    refresh()
 
 
 def connect() -> None:

@@ -74,8 +74,8 @@ def _refresh(target) -> None:
 def _replace(target, key, files, old, new) -> None:
     if old or new:
         # LLDB's own frames change with the module (its .eh_frame and symbols): a walk
-        # made from the frames before it (the core's first frame shown, before the
-        # listener loads the file) would index frames that are no longer those.
+        # made from the frames before it (a core's first frame, shown before a command
+        # loads the file) would index frames that are no longer those.
         _forget_walks(target)
     if old:
         module = _modules.pop(key, None)
