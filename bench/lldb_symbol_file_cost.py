@@ -52,13 +52,13 @@ def _check(name: str, before: str, after: str) -> None:
         raise RuntimeError(f"the module does not name {name}:\n{before}\n{after}")
 
 
-def lldb23(binary: Path, functions: int, core: Path, save: bool) -> Dict:
+def lldb23(binary: Path, functions: int, core: Path, on_core: bool, save: bool) -> Dict:
     last = f"many::f{functions - 1}"
     before, after = f"image lookup -s {last}", f"image lookup -n {last}"
     commands = [before, "bt", ON, "bt --provider 0", after, "process status"]
     if save:
         commands.append(f"process save-core --style full {core}")
-    if core.exists() and not save:
+    if on_core:
         out = session([str(binary)], commands, True, core=core, before=[OFF])
     else:
         out = session([str(binary), str(functions), "--perf-map"], commands, True,
@@ -77,10 +77,10 @@ TIMED = '''script _jit_t = (time.process_time(), time.perf_counter())
 script print("TIMED {label}", time.process_time() - _jit_t[0], time.perf_counter() - _jit_t[1])'''
 
 
-def lldb19(binary: Path, functions: int, core: Path, save: bool) -> Dict:
+def lldb19(binary: Path, functions: int, core: Path, on_core: bool, save: bool) -> Dict:
     last = f"many::f{functions - 1}"
     lines = [f"command script import {LLDB_INIT}", OFF, "script import time"]
-    if core.exists() and not save:
+    if on_core:
         lines.append(f"target create --core {core} {binary}")
     else:
         lines += [f"file {binary}", f"settings set -- target.run-args {functions} --perf-map",
@@ -91,7 +91,7 @@ def lldb19(binary: Path, functions: int, core: Path, save: bool) -> Dict:
               TIMED.format(command=ON, label="load"), count]
     if save:
         lines.append(f"process save-core --style full {core}")
-    if not core.exists() or save:
+    if not on_core:
         lines.append("process kill")
     with tempfile.NamedTemporaryFile("w", suffix=".lldb") as script:
         script.write("\n".join([*lines, "quit"]) + "\n")
@@ -133,9 +133,10 @@ def main() -> int:
             live: List[Dict] = []
             try:
                 for index in range(options.sessions):
-                    live.append(measure(binary, options.functions, core, save=index == 0))
+                    live.append(measure(binary, options.functions, core, on_core=False,
+                                        save=index == 0))
                 # The core's JIT code is named from its process's perf map, still there.
-                cores = [measure(binary, options.functions, core, save=False)
+                cores = [measure(binary, options.functions, core, on_core=True, save=False)
                          for _ in range(options.sessions)]
             finally:
                 for run in live:
