@@ -24,6 +24,11 @@ if TYPE_CHECKING:
     from .regions.jitdump_process import ProcessJitdump
 
 
+def _maps_python_file(mappings) -> bool:
+    """A mapped file is named like CPython (python3.12, libpython3.12.so)."""
+    return any("python" in os.path.basename(m.path) for m in mappings)
+
+
 class StopCache:
     """Everything worth computing once per stop for ``process`` (a debugger.Process)."""
 
@@ -93,7 +98,7 @@ class StopCache:
         if known is None or known[0] is not mappings:
             # Only files named like CPython can be one (see is_python_process); an
             # answer of "maybe" is not kept.
-            if any("python" in os.path.basename(m.path) for m in mappings):
+            if _maps_python_file(mappings):
                 return False
             known = self._python_for = (mappings, False)
         return not known[1]
@@ -244,7 +249,7 @@ class StopCache:
         if known is not None and known[0] is mappings:
             return known[1]
         answer = self._cached("has-python", lambda: (
-            any("python" in os.path.basename(m.path) for m in mappings)
+            _maps_python_file(mappings)
             and self.lookup_symbol("_PyRuntime", debug_info=False) is not None))
         self._python_for = (mappings, answer)
         return answer

@@ -200,22 +200,23 @@ def _checked_variable(frame, item):
         elif isinstance(value, gdb.Value):
             value.fetch_lazy()
     except Exception as error:
-        return UnreadableVariable(item, gdb.Value(f"<error reading variable: {error}>"))
+        return _WithValue(item, gdb.Value(f"<error reading variable: {error}>"))
     return item
 
 
-class UnreadableVariable:
-    """A variable whose value GDB cannot read: its symbol, and GDB's message."""
+class _WithValue:
+    """``item`` (its symbol) with a given value: GDB's message for a variable GDB cannot
+    read, or a value already fetched."""
 
-    def __init__(self, item, message):
+    def __init__(self, item, value):
         self._item = item
-        self._message = message
+        self._value = value
 
     def symbol(self):
         return self._item.symbol()
 
     def value(self):
-        return self._message
+        return self._value
 
 
 class CheckedVariable:
@@ -231,22 +232,8 @@ class CheckedVariable:
 
     def value(self):
         value = self._item.value() if hasattr(self._item, "value") else None
-        checked = _checked_variable(self._frame, _Valued(self._item, value))
+        checked = _checked_variable(self._frame, _WithValue(self._item, value))
         return checked.value()
-
-
-class _Valued:
-    """``item`` with ``value`` already fetched."""
-
-    def __init__(self, item, value):
-        self._item = item
-        self._value = value
-
-    def symbol(self):
-        return self._item.symbol()
-
-    def value(self):
-        return self._value
 
 
 def decorate(decorator):

@@ -27,30 +27,31 @@ def _strategies():
     return _STRATEGIES
 
 
-def _pc_and_sp(pending_frame):
-    """(pc, sp) of a pending frame on GDB 13, which has no PendingFrame.pc(): its text
-    "SP=0x…,PC=0x…" comes from the pc GDB computes and keeps for the frame anyway, where
-    ``read_register("rip")`` computed it again (1-2 µs of the ~3 a register read costs,
-    for every frame of every backtrace), and gives sp without a second read."""
+def _text_pc_sp(pending_frame):
+    """(pc, sp) from a pending frame's text "SP=0x…,PC=0x…", None when it says otherwise.
+    GDB computes and keeps that pc for the frame anyway, where ``read_register("rip")``
+    computed it again (1-2 µs of the ~3 a register read costs, for every frame of every
+    backtrace), and the sp comes without a second read."""
     try:
         sp_text, separator, pc_text = str(pending_frame).partition(",PC=")
         if separator and sp_text.startswith("SP="):
             return int(pc_text, 16), int(sp_text[3:], 16)
     except (gdb.error, ValueError):  # e.g. sp unavailable while the pc is not
         pass
-    return int(pending_frame.read_register("rip")), None
+    return None
+
+
+def _pc_and_sp(pending_frame):
+    """(pc, sp) of a pending frame on GDB 13, which has no PendingFrame.pc(); sp None
+    when only the register read gives the pc."""
+    found = _text_pc_sp(pending_frame)
+    return found if found is not None else (int(pending_frame.read_register("rip")), None)
 
 
 def _sp(pending_frame) -> int:
-    """sp of a pending frame, from its text as in _pc_and_sp (cheaper than a register
-    read on GDB 18 too)."""
-    try:
-        sp_text, separator, _ = str(pending_frame).partition(",PC=")
-        if separator and sp_text.startswith("SP="):
-            return int(sp_text[3:], 16)
-    except (gdb.error, ValueError):
-        pass
-    return int(pending_frame.read_register("rsp"))
+    """sp of a pending frame, from its text (cheaper than a register read on GDB 18 too)."""
+    found = _text_pc_sp(pending_frame)
+    return found[1] if found is not None else int(pending_frame.read_register("rsp"))
 
 
 class _FrameId:
