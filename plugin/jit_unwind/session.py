@@ -58,11 +58,19 @@ class StopCache:
         self._before_resume = None
         self.has_jit = None
         self._named = False
+        self.forget_unwinding()
+        self._memo.clear()
+
+    def forget_unwinding(self) -> None:
+        """Drop what this stop's unwinding found (frames unwound, the walks an adapter
+        built from its debugger's frames) and keep the regions: the debugger's own
+        frames changed (LLDB builds them again when a module comes or goes)."""
         self.unwound.clear()
         self.unwound_pcs.clear()
         self.guessed.clear()
         self.debugger_stops.clear()
-        self._memo.clear()
+        for key in [key for key in self._memo if type(key) is tuple and key[0] == "adapter"]:
+            del self._memo[key]
 
     def resumed(self, *_args) -> None:
         """The process runs again (continue, step, stepi): drop everything, as

@@ -120,7 +120,7 @@ def _remove_saved_copies(target) -> None:
 def _forget_walks(target) -> None:
     process = target.GetProcess()
     if process.IsValid():
-        cache_for(process).invalidate()
+        cache_for(process).forget_unwinding()  # the regions stay the same
 
 
 def in_symbol_file(target: "lldb.SBTarget", pc: int) -> bool:
