@@ -7,7 +7,7 @@ usage: .venv/bin/python bench/lldb_costs.py [--rounds N] [--depth N]
 LLDB unwinds a thread once per stop and keeps the frames, and the frame provider reads
 the frames LLDB unwound, so a second ``bt`` in the same stop (or ``bt --provider 0``
 after ``bt``) measures printing, not unwinding.  Every figure here is therefore the
-first command after a stop, in fresh LLDB sessions (this file run as a child with the
+first command after a stop, in fresh LLDB sessions (bench/lldb_session.py run with the
 venv's Python, the lldb module in-process), sessions with and without
 ``command script import lldb_init.py`` alternating, ``--rounds`` of each; medians.
 Times: CPU of the session's process (LLDB's own work, not lldb-server's) and wall time
@@ -45,63 +45,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(REPO / "tests"))
 from bt_overhead import build_fixture, markdown_table, positive_int  # noqa: E402
 
-LLDB_INIT = REPO / "lldb_init.py"
 VENV_PYTHON = REPO / ".venv" / "bin" / "python"
-
-
-# --- the child: one LLDB session ---------------------------------------------------------
-
-def child(spec: Dict) -> Dict:
-    import lldb
-
-    debugger = lldb.SBDebugger.Create()
-    debugger.SetAsync(False)
-    interpreter = debugger.GetCommandInterpreter()
-
-    def run(command: str):
-        result = lldb.SBCommandReturnObject()
-        cpu, wall = time.process_time(), time.perf_counter()
-        interpreter.HandleCommand(command, result)
-        return (time.process_time() - cpu, time.perf_counter() - wall,
-                result.GetOutput() + result.GetError())
-
-    out: Dict = {}
-    # As in the tests (tests/lldb_driver.py): LLDB 23.1's parallel module loading
-    # deadlocked now and then in `target create --core`; both kinds of session alike.
-    run("settings set target.parallel-module-load false")
-    if spec["plugin"]:
-        out["load"] = run(f"command script import {LLDB_INIT}")[:2]
-    for command in spec.get("before", ()):  # settings, before the program or core
-        run(command)
-    if spec["core"]:
-        run(f"target create --core {spec['core']} {spec['program'][0]}")
-        # The provider is registered from a listener thread once a core is loaded.
-        for _ in range(100):
-            if not spec["plugin"] or "JitFrameProvider" in run(
-                    "target frame-provider list")[2]:
-                break
-            time.sleep(0.05)
-    else:
-        run(f"file {spec['program'][0]}")
-        run("settings set -- target.run-args " + " ".join(spec["program"][1:]))
-        if spec.get("quiet_launch"):
-            # SBTarget.Launch prints no stop (no frame 0 shown): the stop's frames are
-            # unwound by the first command, as on a core.
-            cpu, wall = time.process_time(), time.perf_counter()
-            error = lldb.SBError()
-            target = debugger.GetSelectedTarget()
-            target.Launch(target.GetLaunchInfo(), error)
-            out["run"] = (time.process_time() - cpu, time.perf_counter() - wall)
-        else:
-            out["run"] = run("run")[:2]
-    for command in spec["commands"]:
-        cpu, wall, text = run(command)
-        out[command] = {"cpu": cpu, "wall": wall, "text": text}
-    process = debugger.GetSelectedTarget().GetProcess()
-    if process.IsValid() and not spec["core"]:
-        process.Kill()
-    lldb.SBDebugger.Destroy(debugger)
-    return out
 
 
 def session(program: List[str], commands: List[str], plugin: bool,
@@ -114,7 +58,7 @@ def session(program: List[str], commands: List[str], plugin: bool,
     env = dict(os.environ, LLDB_DEBUGSERVER_PATH=lldb_server())
     for name in ("PYTHONHOME", "PYTHONPATH"):
         env.pop(name, None)
-    completed = subprocess.run([str(VENV_PYTHON), __file__, "--child", json.dumps(spec)],
+    completed = subprocess.run([str(VENV_PYTHON), str(HERE / "lldb_session.py"), json.dumps(spec)],
                                capture_output=True, text=True, timeout=600, env=env,
                                stdin=subprocess.DEVNULL)
     lines = [line for line in completed.stdout.splitlines() if line.startswith("{")]
@@ -278,7 +222,4 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 2 and sys.argv[1] == "--child":
-        print(json.dumps(child(json.loads(sys.argv[2]))))
-    else:
-        sys.exit(main())
+    sys.exit(main())

@@ -21,9 +21,10 @@ runs to its SIGTRAP with ``jit-unwind symbol-file off``; then, in the same sessi
 Live, and on a core of the same process (``process save-core --style full``) opened in a
 new session.  Each session checks that ``image lookup -n`` finds the last function in the
 module and that it was not there before.  Times are CPU time of the LLDB process (all its
-threads; LLDB 23 runs in this file's child process through the SB API, lldb-19 times
-itself with ``script`` commands between ours); medians over the sessions, and the ratio
-load / first bt (goal: < 0.20).  The "(wall)" column is the same ratio in elapsed time.
+threads; LLDB 23 runs in bench/lldb_session.py, a child process, through the SB API;
+lldb-19 times itself with ``script`` commands between ours); medians over the sessions,
+and the ratio load / first bt (goal: < 0.20).  The "(wall)" column is the same ratio in
+elapsed time.
 """
 
 import argparse

@@ -32,51 +32,15 @@ import os
 import re
 import statistics
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 BUILD = REPO / "build"
 PLUGIN = REPO / "gdb_init.py"
-CONFIG_ENV = "JIT_UNWIND_SYMFILE_BENCH"
+IN_GDB = Path(__file__).resolve().parent / "symbol_file_in_gdb.py"
+CONFIG_ENV = "JIT_UNWIND_SYMFILE_BENCH"  # read by IN_GDB
 GOAL = 0.20
-
-
-def _in_gdb(config) -> None:
-    """Runs inside GDB (this file is GDB's -x script)."""
-    import time
-
-    import gdb
-
-    def timed(command):
-        start, wall = time.process_time(), time.perf_counter()
-        text = gdb.execute(command, to_string=True)
-        return (time.process_time() - start, time.perf_counter() - wall), text
-
-    gdb.execute("set jit-unwind symbol-file off")
-    if config.get("core"):
-        gdb.execute(f"core-file {config['core']}", to_string=True)
-    else:
-        gdb.execute("run", to_string=True)
-    first, bt = timed("bt")
-    last = config["functions"] - 1
-    assert f"many::f{last}" in bt, bt
-    load, _ = timed("set jit-unwind symbol-file on")
-    gdb.execute("maintenance flush register-cache")
-    after, bt_after = timed("bt")
-    assert f"many::f{last}" in bt_after, bt_after
-    from jit_unwind.gdb.symfile import FILES
-    assert FILES.loaded, "no symbol file loaded"
-    count = len(FILES._functions)
-    assert count == config["functions"], count
-    if not config.get("core"):
-        if config.get("save_core"):
-            gdb.execute(f"gcore {config['save_core']}", to_string=True)
-        print(f"PID {gdb.selected_inferior().pid}")  # its perf map is removed at the end
-        gdb.execute("kill")
-    print("RESULT " + json.dumps({"first_bt": first[0], "load": load[0], "bt_after": after[0],
-                                  "first_bt_wall": first[1], "load_wall": load[1]}))
 
 
 def _build(functions: int) -> Path:
@@ -94,7 +58,7 @@ def _session(gdb: str, binary: Path, functions: int, core: str = "",
     config = {"functions": functions, "core": core, "save_core": save_core}
     env = dict(os.environ, **{CONFIG_ENV: json.dumps(config)})
     argv = [gdb, "-nx", "-q", "-batch", "-iex", "set debuginfod enabled off",
-            "-x", str(PLUGIN), "-x", __file__]
+            "-x", str(PLUGIN), "-x", str(IN_GDB)]
     argv += [str(binary)] if core else ["--args", str(binary), str(functions), "--perf-map"]
     result = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600,
                             stdin=subprocess.DEVNULL)
@@ -152,7 +116,4 @@ def main() -> None:
         _report(f"{name}, core", cores)
 
 if __name__ == "__main__":
-    if CONFIG_ENV in os.environ and "gdb" in sys.modules:
-        _in_gdb(json.loads(os.environ[CONFIG_ENV]))
-    else:
-        main()
+    main()

@@ -232,6 +232,25 @@ def test_one_file_per_change_in_a_private_directory():
     assert not os.path.exists(directory)
 
 
+def test_no_directory_for_a_new_file_still_unloads_the_old_one(monkeypatch):
+    """Nowhere to write the next file (a cleaner removed our directory, and no temporary
+    directory takes a new one): the stale file is still handed back for unloading, and
+    the next stops with the same regions do not try again."""
+    from jit_unwind.symfile import directory
+    data, symbols = _code(("a", CPYTHON_312_TRAMPOLINE), ("b", CPYTHON_314_TRAMPOLINE))
+    process = _Process(BytesMemory({JIT: data}))
+    files = SymbolFiles()
+    _, first = files.plan(process, _Cache(_map(symbols[:1])))
+    made = os.path.dirname(first)
+    directory.remove_directory(made)
+    monkeypatch.setattr(directory, "_candidate_roots", lambda: [])
+    assert files.plan(process, _Cache(_map(symbols))) == (first, None)
+    assert files.loaded is None
+    assert files.plan(process, _Cache(_map(list(symbols)))) == (None, None)
+    files.cleanup()
+    assert not os.path.exists(made)
+
+
 def test_random_bytes_give_no_impossible_rule(tmp_path):
     """Scrambled JIT code (a corrupted core): whatever the decoder makes of random bytes,
     no rule moves the CFA below sp or saves a register at or above the return address."""

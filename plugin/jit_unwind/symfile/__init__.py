@@ -59,23 +59,29 @@ class SymbolFiles:
             return old, None
         data = symbol_file_bytes(process.memory, regions, functions,
                                  with_unwind_rules=self._unwind_rules, selection=selection)
+        # On failure the old file is still unloaded (its names are stale), and the key is
+        # kept: the next stops do not retry until the named regions change.
         path = self._new_path(process.pid())  # only once there is something to write
-        with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
-            out.write(data)
+        if path is None:
+            return old, None
+        try:
+            with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600),
+                      "wb") as out:
+                out.write(data)
+        except OSError:
+            self.delete(path)
+            return old, None
         self.loaded = path
         self._functions = key[1]
         return old, path
 
-    def _new_path(self, pid: int) -> str:
+    def _new_path(self, pid: int) -> Optional[str]:
         if self._directory is None or not os.path.isdir(self._directory):
-            import shutil
-            import tempfile
-            # dir given: tempfile's own choice writes and deletes a probe file in each
-            # candidate directory first (~1 ms of a 10,000-function load).
-            root = os.environ.get("TMPDIR") or "/tmp"
-            self._directory = tempfile.mkdtemp(  # mode 0700
-                prefix=self._prefix, dir=root if os.path.isdir(root) else None)
-            atexit.register(shutil.rmtree, self._directory, True)
+            from .directory import make_private_directory, remove_directory
+            self._directory = make_private_directory(self._prefix)
+            if self._directory is None:
+                return None
+            atexit.register(remove_directory, self._directory)
         self._count += 1
         return os.path.join(self._directory, f"jit-{pid}-{self._count}.elf")
 
@@ -112,6 +118,6 @@ class SymbolFiles:
         """Remove the directory and every file in it (the debugger exits)."""
         self.discard()
         if self._directory is not None:
-            import shutil
-            shutil.rmtree(self._directory, ignore_errors=True)
+            from .directory import remove_directory
+            remove_directory(self._directory)
             self._directory = None
