@@ -24,6 +24,11 @@ if TYPE_CHECKING:
     from .regions.jitdump_process import ProcessJitdump
 
 
+def _may_have_jitdump(pid: Optional[int], mappings) -> bool:
+    from .regions.jitdump import may_have_jitdump  # most sessions never need the module
+    return pid is not None and may_have_jitdump(pid, (m.path for m in mappings))
+
+
 def _maps_python_file(mappings) -> bool:
     """A mapped file is named like CPython (python3.12, libpython3.12.so)."""
     return any("python" in os.path.basename(m.path) for m in mappings)
@@ -92,9 +97,10 @@ class StopCache:
     def nothing_to_name(self) -> bool:
         """True when, as far as can be known without reading the mappings, no runtime
         names JIT code at this stop: the process ran since the last map was built (an
-        object file coming or going would have forgotten it), there is no perf map, and
-        the mapped files hold no CPython.  A stop (a ``stepi``) that needs names only can
-        then leave the map unbuilt: reading /proc/PID/maps is most of its cost."""
+        object file coming or going would have forgotten it), there is no perf map and
+        no jitdump, and the mapped files hold no CPython.  A stop (a ``stepi``) that needs
+        names only can then leave the map unbuilt: reading /proc/PID/maps is most of its
+        cost."""
         previous = self._before_resume
         if previous is None or self._regions is not None:
             return False
@@ -102,6 +108,8 @@ class StopCache:
         if pid is None or read_perf_map(pid):
             return False
         mappings = previous.mappings
+        if _may_have_jitdump(pid, mappings):
+            return False
         known = self._python_for
         if known is None or known[0] is not mappings:
             # Only files named like CPython can be one (see is_python_process); an
@@ -261,6 +269,19 @@ class StopCache:
             and self.lookup_symbol("_PyRuntime", debug_info=False) is not None))
         self._python_for = (mappings, answer)
         return answer
+
+    def may_name_jit_code(self) -> bool:
+        """Whether a runtime may name this stop's JIT code (what a symbol file is made
+        of): a perf map, a jitdump, or CPython's executors; the JIT interface's entries
+        are the debugger's own.  Cheap: spares other JIT processes (a JavaScript engine
+        run without perf flags) the runtime lookups at every stop."""
+        regions = self.regions()
+        if len(regions.symbols):
+            return True
+        if not regions.has_jit():
+            return False
+        return (self.is_python_process()
+                or _may_have_jitdump(self.process.pid(), regions.mappings))
 
     def has_jit_or_python(self) -> bool:
         """Whether frames are worth decorating: the process has JIT code or a CPython

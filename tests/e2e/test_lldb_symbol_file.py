@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from tests.e2e.test_lldb19 import run_lldb19
-from tests.lldb_driver import WAIT_FOR_PROVIDER, parse_lldb_backtrace
+from tests.lldb_driver import WAIT_FOR_PROVIDER, frames_to_main, parse_lldb_backtrace
 from tests.lldb_driver import run_lldb
 from tests.python_expect import python_of
 from tests.support import PRINT_PID, REPO, fixture_binary, remove_perf_map, run_gdb
@@ -125,6 +125,33 @@ def test_lldb19_unwinds_and_names_jit_frames_with_the_symbol_file(tmp_path):
     _remove_perf_maps(output)
     _check_toy(output)
     assert not _symbol_file(output).exists(), output
+
+
+def test_code_only_a_jitdump_names_is_in_the_module(tmp_path):
+    """tests/fixtures/jitdump_jit.c: no perf map, not Python; its one function is named
+    by its jitdump alone.  LLDB 23 (live, and a core) and LLDB 19 (its own frame lines)
+    name it from the module; ``image lookup -a`` too."""
+    program = [fixture_binary("jitdump_jit"), "2", "--dir", tmp_path]
+    first = run_lldb(["process launch", "bt"], program)
+    (pc,) = {match.group(1) for match in re.finditer(
+        r"frame #\d+: (0x[0-9a-f]+) \S*jit::realigned", first)}
+    live = run_lldb(["process launch", "bt", f"image lookup -a {pc}", "jit-regions"], program)
+    core = tmp_path / "toy.core"
+    run_gdb(GDB_13, ["run", f"gcore {core}"], program, plugin=False)
+    from_core = run_lldb([WAIT_FOR_PROVIDER, "bt", f"image lookup -a {pc}", "jit-regions"],
+                         program[:1], core=core)
+    lldb19 = run_lldb19(tmp_path, program, ["jit-unwind frame-format off", "bt",
+                                            f"image lookup -a {pc}"])
+    in_module = re.compile(r"jit-\d+-\d+\.elf`jit::realigned \+ \d+")
+    for output in (live, from_core, lldb19):
+        frames = [f.line for f in parse_lldb_backtrace(output) if "jit::realigned" in f.line]
+        assert frames and all(in_module.search(line) for line in frames), output
+        assert re.search(r"Summary: " + in_module.pattern, output), output
+    for output in (live, from_core):  # the provider goes through all three, to main
+        names = [frame.function for frame in frames_to_main(output)]
+        assert names.count("jit::realigned") == 3, output
+    for output in (live, from_core):
+        assert re.search(r"Symbol file /\S+\.elf: all 1 jitdump regions\.", output), output
 
 
 def test_perf_trampolines_named_in_lldb23(tmp_path):

@@ -128,6 +128,27 @@ def test_break_on_a_jit_function_stops_there(gdb):
     _assert_gone(_symbol_files(output), output)
 
 
+def test_code_named_only_by_a_jitdump_is_named_everywhere(gdb, tmp_path):
+    """tests/fixtures/jitdump_jit.c: no perf map, not Python; its one function is named
+    by its jitdump alone (the dump in a directory that only the process's mapping of
+    it names).  After ``frame``/``up``, in ``info symbol`` and ``x/i``, live and core."""
+    program = fixture_binary("jitdump_jit")
+    core = tmp_path / "toy.core"
+    navigate = [_marker("navigate"), "frame function descend", "up", "info symbol $pc",
+                "x/2i $pc", _marker("regions"), "info jit-regions"]
+    live = run_gdb(gdb, ["run", *navigate, f"gcore {core}", _marker("end")],
+                   [program, "2", "--dir", tmp_path])
+    from_core = run_gdb(gdb, [*navigate, _marker("end")], [program], core=core)
+    for output in (live, from_core):
+        text = _section(output, "navigate")
+        assert _frame_line(text, "jit::realigned"), output
+        assert [m.group(1) for m in INFO_SYMBOL.finditer(text)] == ["jit::realigned"], output
+        assert re.search(r"^=> 0x[0-9a-f]+ <jit::realigned\+\d+>:", text, re.M), output
+        assert re.search(r"^Symbol file \S+: all 1 jitdump regions\.$",
+                         _section(output, "regions"), re.M), output
+        _assert_gone(_symbol_files(output), output)
+
+
 # --- CPython -X perf ------------------------------------------------------------------
 
 PERF_SCRIPT = REPO / "tests" / "fixtures" / "python" / "recurse_sigtrap.py"

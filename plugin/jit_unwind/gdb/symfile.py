@@ -34,11 +34,8 @@ def refresh(*_args) -> None:
         if regions is _refreshed_for:  # same stop, same map: nothing can have changed
             return
         _refreshed_for = regions
-        if FILES.loaded is None and not (len(regions.symbols) or (
-                regions.has_jit() and STATE.is_python_process())):
-            # Names come from a perf map or CPython's executors: without either, a stop
-            # does not look for runtimes (JIT interface, CPython) on our account.
-            return
+        if FILES.loaded is None and not STATE.may_name_jit_code():
+            return  # no runtime lookups (JIT interface, CPython) on our account
         old, new = FILES.plan(STATE.process, STATE)
     except Exception as error:  # never let a symbol file break a stop
         debug_log(f"symbol file: {error!r}")

@@ -65,8 +65,8 @@ def _refresh(target) -> None:
         _replace(target, key, files, files.discard(), None)
         return
     cache = cache_for(process)
-    if not cache.regions().has_jit() and files.loaded is None:
-        return
+    if files.loaded is None and not cache.may_name_jit_code():
+        return  # no runtime lookups (JIT interface, CPython) at every stop
     old, new = files.plan(cache.process, cache)
     _replace(target, key, files, old, new)
 

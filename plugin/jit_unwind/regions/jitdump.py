@@ -294,6 +294,16 @@ def dump_name(pid: int) -> str:
     return f"jit-{pid}.dump"
 
 
+def may_have_jitdump(pid: int, mapped_paths: Iterable[str]) -> bool:
+    """Cheap, at a stop: whether ``pid`` may have a jitdump (the user named one, the
+    process maps one, as writers do so that perf notices it, or /tmp has one by its
+    name).  :func:`find_jitdump` decides; this only spares the other processes that."""
+    name = dump_name(pid)
+    return (_user_path is not None
+            or any(os.path.basename(path) == name for path in mapped_paths)
+            or os.path.exists(os.path.join("/tmp", name)))
+
+
 def candidate_paths(pid: int, mapped_paths: Iterable[str] = (), cwd: Optional[str] = None
                     ) -> List[str]:
     """Where the jitdump of ``pid`` may be, most certain first: the user's path, a file
