@@ -13,7 +13,7 @@ once, and the tables packed in bulk.
 import bisect
 import itertools
 import operator
-from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..model import Region
 from ..regions import RegionMap
@@ -21,6 +21,7 @@ from ..target import Memory
 from ..unwind.x86_64 import decode_steps
 from .eh_frame import build_eh_frame, cfa_program
 from .elf import CodeSection, write_elf
+from .table_rules import JitdumpRules
 
 MAX_FUNCTIONS = 1_000_000
 MAX_SECTIONS = 4096
@@ -152,21 +153,33 @@ def _touching_runs(functions: Sequence[Region], begin: int, end: int
     return runs
 
 
-def unwind_rules(memory: Memory, functions: Sequence[Region], spans: Sequence[Span]
+def unwind_rules(memory: Memory, functions: Sequence[Region], spans: Sequence[Span],
+                 record_at: Optional[Callable[[int], object]] = None
                  ) -> Tuple[List[int], List[Rule]]:
     """The starts of the functions whose start we can decode, and for each (bytes
     covered, CFA program): its straight-line code, as far as the decoder understands it
     (up to its ``ret``, a branch or an instruction it does not know).  Each JIT mapping
     is read once; identical code (every CPython perf trampoline) is decoded once, and
-    its rule is one shared tuple."""
+    its rule is one shared tuple.  A function that a jitdump unwinding record covers
+    (``record_at``: address -> record) gets its JIT's own rules instead, exact."""
     starts: List[int] = []
     rules: List[Rule] = []
     decoded: Dict[bytes, Rule] = {}
     budget = MAX_CODE_READ
     position = 0
+    exact = set()
+    if record_at is not None:
+        writers_rules = JitdumpRules(record_at)
+        for function in functions:
+            placed = writers_rules(function.start, function.end)
+            if placed:  # else decoded, as without a record
+                exact.add(function.start)
+                starts.extend(start for start, _size, _program in placed)
+                rules.extend((size, program) for _start, size, program in placed)
     for span, group in itertools.groupby(spans):  # one group per JIT mapping
         size = len(list(group))
-        members = [f for f in functions[position:position + size] if f.kind in DECODABLE]
+        members = [f for f in functions[position:position + size]
+                   if f.kind in DECODABLE and f.start not in exact]
         position += size
         if span is None:  # no mapping known: each function's bytes on their own
             codes = []
@@ -223,7 +236,8 @@ def symbol_file_bytes(memory: Memory, regions: RegionMap, functions: Sequence[Re
     if kept < len(functions):
         functions, spans = functions[:kept], spans[:kept]
         starts, ends = None, None
-    rule_starts, rules = (unwind_rules(memory, functions, spans) if with_unwind_rules
-                          else ([], []))
+    record_at = regions.unwind_record_at if len(regions.unwind_records) else None
+    rule_starts, rules = (unwind_rules(memory, functions, spans, record_at)
+                          if with_unwind_rules else ([], []))
     return write_elf(sections, functions, build_eh_frame(rule_starts, rules) if rules else b"",
                      starts, ends)

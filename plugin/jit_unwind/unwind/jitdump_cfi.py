@@ -26,11 +26,11 @@ def fde_entries(eh_frame: bytes, address: int) -> List[Tuple[int, int, object]]:
     if key not in _tables:
         if len(_tables) >= MAX_TABLES:
             _tables.clear()
-        _tables[key] = _parse(eh_frame, address)
+        _tables[key] = read_fdes(eh_frame, address)
     return _tables[key]
 
 
-def _parse(eh_frame: bytes, address: int) -> List[Tuple[int, int, object]]:
+def read_fdes(eh_frame: bytes, address: int) -> List[Tuple[int, int, object]]:
     try:
         from elftools.dwarf.callframe import CallFrameInfo
         from elftools.dwarf.structs import DWARFStructs
