@@ -7,6 +7,8 @@ and from a core file."""
 import re
 from pathlib import Path
 
+import pytest
+
 from tests.e2e.test_lldb19 import run_lldb19
 from tests.lldb_driver import WAIT_FOR_PROVIDER, frames_to_main, parse_lldb_backtrace
 from tests.lldb_driver import run_lldb
@@ -154,6 +156,26 @@ def test_code_only_a_jitdump_names_is_in_the_module(tmp_path):
         assert re.search(r"Summary: " + in_module.pattern, output), output
     for output in (live, from_core):
         assert re.search(r"Symbol file /\S+\.elf: all 1 jitdump regions\.", output), output
+
+
+@pytest.mark.parametrize("lldb", ["lldb23", "lldb19"])
+def test_a_breakpoint_on_a_jit_function_by_name_stops_there(lldb, tmp_path):
+    """manyjit calls many::f0 after its first stop: a breakpoint set by the function's
+    name (the module's symbol) hits it, and the stack below it is right.  LLDB 19 takes
+    a name with "::" that is not a mangled one for C++ and looks for its last part
+    alone, which finds nothing: there a regular expression names it."""
+    program = [fixture_binary("manyjit"), "100", "--perf-map"]
+    if lldb == "lldb23":
+        output = run_lldb(["run", "breakpoint set -n many::f0", "continue", "bt 3"], program)
+    else:
+        output = run_lldb19(tmp_path, program, ["breakpoint set -r '^many::f0$'", "continue",
+                                                "bt 3"])
+    _remove_perf_maps(output)
+    assert re.search(r"^Breakpoint 1: where = jit-\d+-\d+\.elf`many::f0, address = ",
+                     output, re.M), output
+    assert "stop reason = breakpoint 1.1" in output, output
+    frames = parse_lldb_backtrace(output.split("(lldb) bt 3")[1])
+    assert [frame.function for frame in frames[:2]] == ["many::f0", "main"], output
 
 
 def test_perf_trampolines_named_in_lldb23(tmp_path):
