@@ -12,7 +12,9 @@ import pytest
 from tests.e2e.test_lldb19 import run_lldb19
 from tests.lldb_driver import WAIT_FOR_PROVIDER, frames_to_main, parse_lldb_backtrace
 from tests.lldb_driver import run_lldb
-from tests.python_expect import python_of
+from tests.driver import driver
+from tests.jit_python import jit_python
+from tests.python_expect import SCRIPTS, python_of
 from tests.support import PRINT_PID, REPO, fixture_binary, remove_perf_map, run_gdb
 
 TOY = ["mixed", "1", "sigtrap", "--perf-map"]
@@ -35,6 +37,7 @@ def _navigate_by_address(bt_output, levels=(4, 8)):
         commands += [f"frame select {level}", f"image lookup -a {pcs[level]}"]
     return commands + ["image list"]
 PERF_SCRIPT = REPO / "tests" / "fixtures" / "python" / "recurse_sigtrap.py"
+JIT_SCENARIOS = SCRIPTS / "jit_scenarios.py"
 
 
 def _remove_perf_maps(output):
@@ -176,6 +179,28 @@ def test_a_breakpoint_on_a_jit_function_by_name_stops_there(lldb, tmp_path):
     assert "stop reason = breakpoint 1.1" in output, output
     frames = parse_lldb_backtrace(output.split("(lldb) bt 3")[1])
     assert [frame.function for frame in frames[:2]] == ["many::f0", "main"], output
+
+
+@pytest.mark.parametrize("lldb", ["lldb23", "lldb19"])
+def test_a_breakpoint_on_a_cpython_jit_trace_by_name_stops_there(lldb):
+    """CPython 3.14's JIT, jit_scenarios.py nested: key's hot loop is a trace entered
+    at its start at every call of key, called again after the stop.  A breakpoint on
+    that trace by the name bt shows (LLDB turns address randomisation off: the same in
+    both runs) stops there."""
+    program = [jit_python("3.14"), JIT_SCENARIOS, "nested"]
+    env = {"PYTHON_JIT": "1"}
+    first = driver(lldb).launch(program, ["bt"], env=env).whole
+    found = re.search(r"(\[jit\] key \(\S+:\d+\) trace 0x[0-9a-f]+)", first)
+    assert found, first
+    name = found.group(1)
+    by_name = (f"breakpoint set -n '{name}'" if lldb == "lldb23" else
+               "breakpoint set -r '^" + re.escape(name).replace("\\ ", " ") + "$'")
+    output = driver(lldb).launch(program, [by_name, "continue", "bt 1"], env=env).whole
+    assert re.search(rf"^Breakpoint 1: where = jit-\d+-\d+\.elf`{re.escape(name)}, ",
+                     output, re.M), output
+    assert "stop reason = breakpoint 1.1" in output, output
+    frames = parse_lldb_backtrace(output.split("(lldb) bt 1")[-1])
+    assert frames and name in frames[0].line, output
 
 
 def test_perf_trampolines_named_in_lldb23(tmp_path):

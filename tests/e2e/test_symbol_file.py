@@ -183,6 +183,22 @@ def test_cpython_perf_trampolines_are_named_everywhere(gdb, tmp_path):
         _assert_gone(_symbol_files(output), output)
 
 
+RAISE_SCRIPT = SCRIPTS / "raise_in_hot_loop.py"
+
+
+def test_break_on_a_perf_trampoline_by_name_stops_there(gdb):
+    """raise_in_hot_loop.py stops at its 200,000th call of leaf and calls it 100,000
+    times more: a breakpoint on leaf's trampoline, by the name bt shows, hits it."""
+    output = run_gdb(gdb, ["run", PRINT_PID, f"break *'py::leaf:{RAISE_SCRIPT}'", "continue",
+                           _marker("stop"), "info symbol $pc", "kill"],
+                     [python_of("3.12.1"), "-X", "perf", RAISE_SCRIPT])
+    remove_perf_map(output)
+    leaf = r"py::leaf:\S*raise_in_hot_loop\S*"  # GDB's Ada decoder: "...loop[py]"
+    assert re.search(rf"^Breakpoint 1, 0x[0-9a-f]+ in {leaf} \(\)$", output, re.M), output
+    assert re.search(rf"^{leaf} in section \.text\.jit\d+ of ", _section(output, "stop"),
+                     re.M), output
+
+
 # --- CPython's JIT ----------------------------------------------------------------------
 
 JIT_SCRIPT = SCRIPTS / "jit_scenarios.py"
@@ -216,3 +232,25 @@ def test_cpython_jit_executors_are_named_everywhere(gdb, tmp_path, minor):
         _assert_bt_unchanged(output)
         _check_jit_navigation(_section(output, "navigate"))
         _assert_gone(_symbol_files(output), output)
+
+
+@pytest.mark.parametrize("minor", JIT_MINORS)
+def test_break_on_a_jit_trace_by_name_stops_there(gdb, minor):
+    """jit_scenarios.py nested: key's hot loop is a JIT trace, entered at its start at
+    every call of key; key is called again after the stop.  A breakpoint on that trace,
+    by the name bt shows (GDB turns address randomisation off: the same in both runs),
+    stops there, with key's Python frame under it."""
+    python = jit_python(minor)
+    first = run_gdb(gdb, ["set environment PYTHON_JIT=1", "run", "bt"],
+                    [python, JIT_SCRIPT, "nested"])
+    trace = re.search(r" in (\[jit\] key \(\S+:\d+\) trace 0x[0-9a-f]+) \(\)$", first, re.M)
+    assert trace, first
+    name = trace.group(1)
+    output = run_gdb(gdb, ["set environment PYTHON_JIT=1", "run", f"break *'{name}'",
+                           "continue", _marker("stop"), "bt 1", "info symbol $pc", "kill"],
+                     [python, JIT_SCRIPT, "nested"])
+    assert re.search(rf"^Breakpoint 1, 0x[0-9a-f]+ in {re.escape(name)} \(\)$", output,
+                     re.M), output
+    text = _section(output, "stop")
+    assert re.search(r"^\s+\[py\] key \(\) at \S+jit_scenarios\.py:\d+$", text, re.M), output
+    assert f"{name} in section .text.jit" in text, output
