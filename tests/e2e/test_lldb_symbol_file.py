@@ -203,6 +203,32 @@ def test_a_breakpoint_on_a_cpython_jit_trace_by_name_stops_there(lldb):
     assert frames and name in frames[0].line, output
 
 
+@pytest.mark.parametrize("lldb", ["lldb23", "lldb19"])
+def test_cpython_jit_trace_named_outside_bt(lldb, tmp_path):
+    """CPython 3.14's JIT (raise_in_hot_loop.py): the trace that calls leaf is named by
+    ``frame select``, ``image lookup -a`` and ``disassemble``, live and on the
+    debugger's own core (LLDB 19 runs no stop-hook for a core: ``jit-regions`` loads
+    the module there first, as the README says)."""
+    program = [jit_python("3.14"), SCRIPTS / "raise_in_hot_loop.py"]
+    env = {"PYTHON_JIT": "1"}
+    first = driver(lldb).launch(program, ["bt"], env=env)
+    frames = parse_lldb_backtrace(first.whole)
+    (frame,) = [f for f in frames if "[jit] hot (" in f.line]
+    pc = re.search(r"frame #\d+: (0x[0-9a-f]+)", frame.line).group(1)
+    navigate = [f"frame select {frame.level}", f"image lookup -a {pc}",
+                f"disassemble -s {pc} -c 2"]
+    core = tmp_path / driver(lldb).core_name()
+    live = driver(lldb).launch(program, navigate, env=env, core=core)
+    from_core = driver(lldb).open_core(program, core, [
+        *(["jit-regions"] if lldb == "lldb19" else []), *navigate])
+    trace = re.escape(f"[jit] hot ({program[1]}:") + r"\d+\) trace 0x[0-9a-f]+"
+    for output in (live.whole, from_core.whole):
+        assert re.search(rf"^frame #{frame.level}: {pc} \S*{trace}", output, re.M), output
+        assert re.search(rf"Summary: jit-\d+-\d+\.elf`{trace} \+ \d+$", output, re.M), output
+        assert re.search(rf"^jit-\d+-\d+\.elf`{trace}:\n(?:->)? +{int(pc, 16):#x} <\+\d+>:",
+                         output, re.M), output
+
+
 def test_perf_trampolines_named_in_lldb23(tmp_path):
     python = python_of("3.12.1")
     first = run_lldb(["run", "bt"], [python, "-X", "perf", PERF_SCRIPT])
