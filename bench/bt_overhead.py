@@ -176,6 +176,15 @@ def _write(path: str, results: Dict) -> None:
 
 # --- outside GDB: fixtures and sessions ---------------------------------------------------
 
+def compile_plugin() -> None:
+    """Write the plugin's bytecode, as an install or a first import does, before any
+    debugger loads it: with PYTHONDONTWRITEBYTECODE set (as on CI machines) and
+    sources newer than their .pyc, every session would compile each module it imports,
+    and the benches would time the compiler.  All the debuggers here run Python 3.11."""
+    import compileall
+    compileall.compile_dir(str(REPO / "plugin"), quiet=1)
+
+
 def build_fixture(name: str) -> Path:
     """build/NAME, compiled from tests/fixtures/NAME.c when missing or older."""
     source, binary = FIXTURES / f"{name}.c", BUILD / name
@@ -516,6 +525,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = parse_args(argv)
+    compile_plugin()
     gdbs = args.gdb or default_gdbs()
     if not gdbs:
         sys.exit("no GDB found: pass --gdb PATH")

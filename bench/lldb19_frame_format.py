@@ -76,7 +76,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=10)
     args = parser.parse_args()
     sys.path.insert(0, str(HERE))
-    from bt_overhead import build_fixture, markdown_table
+    from bt_overhead import build_fixture, compile_plugin, markdown_table
+    compile_plugin()
     deepstack, toyjit = build_fixture("deepstack"), build_fixture("toyjit")
     rows, native = [], {}
     for label, program in (("deepstack 2000", [deepstack, "2000"]),

@@ -43,7 +43,8 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(REPO / "tests"))
-from bt_overhead import build_fixture, markdown_table, positive_int  # noqa: E402
+from bt_overhead import (build_fixture, compile_plugin, markdown_table,  # noqa: E402
+                         positive_int)
 
 VENV_PYTHON = REPO / ".venv" / "bin" / "python"
 
@@ -160,6 +161,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--rounds", type=positive_int, default=5)
     parser.add_argument("--depth", type=positive_int, default=1000)
     args = parser.parse_args(argv)
+    compile_plugin()
     started = time.perf_counter()
     rows = []
     per_frame = None

@@ -41,6 +41,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 from lldb_costs import session  # noqa: E402
 from symbol_file_cost import _build, _report  # noqa: E402
+from bt_overhead import compile_plugin  # noqa: E402
 
 LLDB19 = Path("/usr/bin/lldb-19")
 LLDB_INIT = REPO / "lldb_init.py"
@@ -120,6 +121,7 @@ def main() -> int:
     parser.add_argument("--sessions", type=int, default=5)
     parser.add_argument("--no-lldb19", action="store_true")
     options = parser.parse_args()
+    compile_plugin()
     binary = _build(options.functions)
     debuggers = [("LLDB 23", lldb23)]
     if LLDB19.exists() and not options.no_lldb19:

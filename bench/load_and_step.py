@@ -33,8 +33,9 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bt_overhead import (GDB_FLAGS, PLUGIN, build_fixture, default_gdbs,  # noqa: E402
-                         gdb_environment, gdb_version, markdown_table, positive_int)
+from bt_overhead import (GDB_FLAGS, PLUGIN, build_fixture, compile_plugin,  # noqa: E402
+                         default_gdbs, gdb_environment, gdb_version, markdown_table,
+                         positive_int)
 
 CONFIG_ENV = "JIT_UNWIND_BENCH_CONFIG"
 LOAD_GOAL_MS = 30.0
@@ -156,6 +157,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="stepi sessions per program (default 2)")
     parser.add_argument("--no-step", action="store_true", help="measure the load only")
     args = parser.parse_args(argv)
+    compile_plugin()
     gdbs = args.gdb or default_gdbs()
     started = time.perf_counter()
     load_rows, step_rows = [], []

@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bt_overhead import (GDB_FLAGS, PLUGIN, default_gdbs, gdb_version,  # noqa: E402
-                         markdown_table, positive_int)
+from bt_overhead import (GDB_FLAGS, PLUGIN, compile_plugin, default_gdbs,  # noqa: E402
+                         gdb_version, markdown_table, positive_int)
 
 FUNCTION = "recurse_here"
 PROGRAM = f"""
@@ -196,6 +196,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--depth", type=positive_int, default=1000)
     parser.add_argument("--reps", type=positive_int, default=5)
     args = parser.parse_args(argv)
+    compile_plugin()
     if not args.python:
         sys.exit("no CPython: pass --python PATH")
     gdbs = args.gdb or default_gdbs()

@@ -33,13 +33,31 @@ def _in_gdb(config) -> None:
     assert FILES.loaded, "no symbol file loaded"
     count = len(FILES._functions)
     assert count == config["functions"], count
+    own = _gdbs_own_load(gdb, FILES.loaded)
     if not config.get("core"):
         if config.get("save_core"):
             gdb.execute(f"gcore {config['save_core']}", to_string=True)
         print(f"PID {gdb.selected_inferior().pid}")  # its perf map is removed at the end
         gdb.execute("kill")
     print("RESULT " + json.dumps({"first_bt": first[0], "load": load[0], "bt_after": after[0],
-                                  "first_bt_wall": first[1], "load_wall": load[1]}))
+                                  "first_bt_wall": first[1], "load_wall": load[1],
+                                  "own": own}))
+
+
+def _gdbs_own_load(gdb, path):
+    """CPU seconds of GDB's ``add-symbol-file`` of a copy of the plugin's file, with the
+    plugin's own unloaded: the floor of any load of those symbols (a copy: GDB would
+    reuse the minimal symbols of a file it has read)."""
+    copy = path + ".copy.elf"
+    with open(path, "rb") as source, open(copy, "wb") as target:
+        target.write(source.read())
+    gdb.execute("set jit-unwind symbol-file off")
+    start = time.process_time()
+    gdb.execute(f"add-symbol-file {copy} -o 0", to_string=True)
+    own = time.process_time() - start
+    gdb.execute(f"remove-symbol-file {copy}", to_string=True)
+    os.unlink(copy)
+    return own
 
 
 _in_gdb(json.loads(os.environ["JIT_UNWIND_SYMFILE_BENCH"]))
