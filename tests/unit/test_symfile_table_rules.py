@@ -140,3 +140,16 @@ def test_identical_tables_are_read_once(monkeypatch):
     assert [p[0][:2] for p in placed] == [(start, len(CODE)) for start in starts]
     assert len({p[0][2] for p in placed}) == 1  # one program
     assert rules(JIT + 0x10000, JIT + 0x10010) is None  # no record there
+
+
+def test_a_rule_dropped_by_the_writer_is_dropped_in_the_file():
+    """push rbp ... pop rbp, with DW_CFA_restore rbp after the pop: our rows drop rbp's
+    rule there too (not "same value": the CIE's state, as the writer said)."""
+    rows = (b"\x41\x0e\x10" + bytes([0x86, 2])   # +1: cfa rsp+16, rbp at cfa-16
+            + b"\x42\x0e\x08" + bytes([0xC6]))   # +3: cfa rsp+8, rbp restored
+    eh_frame = _writer_eh_frame(JIT, len(CODE), -8, rows)
+    load, data = _symbol_file(eh_frame)
+    ((_start, _end, entry),) = fde_entries(eh_frame, load.eh_frame_address)
+    writer = _comparable(entry.get_decoded().table)
+    assert 6 not in writer[-1][2] and 6 in writer[1][2]
+    assert _file_rows(data) == {JIT: (len(CODE), writer)}

@@ -11,9 +11,10 @@ FDE out: the debugger then has no rule there rather than a wrong one.
 
 from typing import Callable, Dict, List, Optional, Tuple
 
-from .eh_frame import (DATA_ALIGN, DW_CFA_def_cfa, DW_CFA_offset, DW_CFA_same_value,
-                       DW_CFA_undefined, _advance, sleb128, uleb128)
+from .eh_frame import (DATA_ALIGN, DW_CFA_def_cfa, DW_CFA_offset, DW_CFA_restore,
+                       DW_CFA_same_value, DW_CFA_undefined, _advance, sleb128, uleb128)
 
+DW_CFA_restore_extended = 0x06
 DW_CFA_register = 0x09
 DW_CFA_def_cfa_expression = 0x0F
 DW_CFA_expression = 0x10
@@ -72,6 +73,12 @@ def _register(number: int, rule) -> bytes:
     raise _Unsayable(kind)
 
 
+def _restore(number: int) -> bytes:
+    if number < 64:
+        return bytes([DW_CFA_restore | number])
+    return bytes([DW_CFA_restore_extended]) + uleb128(number)
+
+
 def _same(a, b) -> bool:
     return (a is b) or (a is not None and b is not None and repr(a) == repr(b))
 
@@ -80,10 +87,12 @@ def program_of_rows(rows, start: int) -> Optional[bytes]:
     """The CFA program stating ``rows`` (pyelftools' decoded table of an FDE that
     starts at ``start``) from the symbol file's CIE state; None when a rule cannot be
     said exactly."""
+    if len(rows) > MAX_ROWS:  # the rest of the range would keep the last row's rules
+        return None
     out = bytearray()
     location, previous = start, {}
     try:
-        for row in rows[:MAX_ROWS]:
+        for row in rows:
             changes = bytearray()
             if not _same(previous.get("cfa"), row["cfa"]):
                 changes += _cfa(row["cfa"])
@@ -91,9 +100,9 @@ def program_of_rows(rows, start: int) -> Optional[bytes]:
             numbers |= {key for key in previous if isinstance(key, int)}
             for number in sorted(numbers):
                 rule = row.get(number)
-                if rule is None:  # no rule any more: the register keeps its value
-                    if previous.get(number) is not None:
-                        changes += bytes([DW_CFA_same_value]) + uleb128(number)
+                if rule is None:  # restored to the writer's CIE, which (as ours) has
+                    if previous.get(number) is not None:  # no rule for it
+                        changes += _restore(number)
                 elif not _same(previous.get(number), rule) or not previous:
                     changes += _register(number, rule)
             if changes:
@@ -130,12 +139,12 @@ class JitdumpRules:
         if unwinding is None:
             return None
         key = (unwinding.eh_frame, record.eh_frame_address - start, end - start)
-        relative = self._relative.get(key)
-        if relative is None and key not in self._relative:
+        if key not in self._relative:
             if len(self._relative) >= self.MAX_PARSES:
                 return None
-            relative = self._relative[key] = _relative_rules(
+            self._relative[key] = _relative_rules(
                 unwinding.eh_frame, record.eh_frame_address, start, end)
+        relative = self._relative[key]
         if not relative:
             return relative
         return [(start + offset, size, program) for offset, size, program in relative]
