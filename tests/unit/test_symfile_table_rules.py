@@ -153,3 +153,16 @@ def test_a_rule_dropped_by_the_writer_is_dropped_in_the_file():
     writer = _comparable(entry.get_decoded().table)
     assert 6 not in writer[-1][2] and 6 in writer[1][2]
     assert _file_rows(data) == {JIT: (len(CODE), writer)}
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_scrambled_table_gives_a_file_all_the_same(seed):
+    """A jitdump from a corrupted core: random bytes where the .eh_frame was.  The file
+    is written; its rules, if any, hold only inside the function."""
+    import random
+    rng = random.Random(seed)
+    eh_frame = _writer_eh_frame(JIT, len(CODE), -8, _rows(8))
+    scrambled = bytes(b ^ (rng.getrandbits(8) if rng.random() < 0.3 else 0) for b in eh_frame)
+    _load, data = _symbol_file(scrambled)
+    for start, (size, _rows_) in _file_rows(data).items():
+        assert JIT <= start and start + size <= JIT + len(CODE)
