@@ -46,3 +46,15 @@ def make_private_directory_in(root):
     path = os.path.join(str(root), "d")
     os.mkdir(path, 0o700)
     return path
+
+
+def test_a_removed_working_directory_is_no_obstacle(tmp_path, monkeypatch):
+    """The debugger's working directory was deleted (os.getcwd fails): the directory
+    is made under TMPDIR all the same."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    path = make_private_directory("jit-unwind-")
+    assert path is not None and os.path.dirname(path) == str(tmp_path)

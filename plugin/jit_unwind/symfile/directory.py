@@ -16,7 +16,11 @@ _ATTEMPTS = 100  # names are 80 random bits: a clash means something else is wro
 def _candidate_roots() -> List[str]:
     """Where to make the directory, in tempfile's order of preference."""
     roots = [os.environ.get(name) for name in ("TMPDIR", "TEMP", "TMP")]
-    roots += ["/tmp", "/var/tmp", "/usr/tmp", os.getcwd()]
+    roots += ["/tmp", "/var/tmp", "/usr/tmp"]
+    try:
+        roots.append(os.getcwd())
+    except OSError:  # the debugger's working directory was removed
+        pass
     return [root for root in roots if root]
 
 
