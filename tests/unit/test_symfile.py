@@ -318,3 +318,34 @@ def test_a_file_without_unwind_rules(tmp_path):
             ("a", JIT, len(CPYTHON_312_TRAMPOLINE)), ("b", JIT + 64, len(TOY_TRAMPOLINE))]
     finally:
         files.cleanup()
+
+
+def test_one_rule_for_every_function_gives_the_bytes_of_one_fde_each():
+    """build_eh_frame's column-wise path (every function has the same rule) writes what
+    its FDE-by-FDE path writes: the general path is taken by adding one other rule."""
+    import random
+    from jit_unwind.symfile.eh_frame import build_eh_frame
+    rng = random.Random(7)
+    for _ in range(100):
+        count = rng.randint(1, 200)
+        rule = (rng.getrandbits(16), bytes(rng.getrandbits(8) for _ in range(rng.randint(0, 30))))
+        starts = [rng.getrandbits(47) for _ in range(count)]
+        same = build_eh_frame(starts, [rule] * count)
+        other = build_eh_frame(starts + [JIT], [rule] * count + [(1, b"\x41")])
+        assert other.startswith(same[:-4]) and len(other) > len(same)
+        assert _eh_frame_fdes(same) == [(start, rule[0]) for start in starts]
+
+
+def _eh_frame_fdes(section):
+    """(pc_begin, pc_range) of each FDE of an .eh_frame written with absolute pointers."""
+    import struct
+    fdes, offset = [], 0
+    while True:
+        (length,) = struct.unpack_from("<I", section, offset)
+        if length == 0:
+            return fdes
+        (cie_pointer,) = struct.unpack_from("<I", section, offset + 4)
+        if cie_pointer:
+            assert cie_pointer == offset + 4  # back to the CIE at offset 0
+            fdes.append(struct.unpack_from("<QQ", section, offset + 8))
+        offset += 4 + length

@@ -7,6 +7,8 @@ so they cover only the bytes it understood: a debugger finds no rule beyond them
 """
 
 import struct
+import sys
+from array import array
 from typing import Sequence, Tuple
 
 from ..unwind.x86_64 import CALLEE_SAVED, Step
@@ -109,6 +111,8 @@ def _padded(body: bytes) -> bytes:
 def build_eh_frame(starts: Sequence[int], rules: Sequence[Tuple[int, bytes]]) -> bytes:
     """The section for functions at ``starts`` with ``rules``: (bytes covered, CFA
     program) each."""
+    if rules and list(rules).count(rules[0]) == len(rules):  # C-level; shared tuples
+        return _one_rule(starts, rules[0], len(rules))
     parts = [_cie()]
     offset = len(parts[0])
     tails: dict = {}  # program -> (its FDE's length word + padded tail); programs repeat
@@ -126,3 +130,29 @@ def build_eh_frame(starts: Sequence[int], rules: Sequence[Tuple[int, bytes]]) ->
         offset += 4 + tail[0]
     parts.append(b"\0\0\0\0")  # terminator
     return b"".join(parts)
+
+
+def _one_rule(starts: Sequence[int], rule: Tuple[int, bytes], count: int) -> bytes:
+    """:func:`build_eh_frame` when every function has the same rule (identical code:
+    every CPython perf trampoline, a perf map of one code shape): the FDEs are
+    equal-sized runs of 64-bit words, filled column by column with slice assignments
+    instead of one pack each."""
+    size, program = rule
+    cie = _cie()
+    body = uleb128(0) + program
+    body += b"\0" * (-(len(body) + 24) % 8)
+    fde_size = 24 + len(body)  # a multiple of 8, as the CIE's size
+    stride = fde_size // 8
+    table = array("Q", bytes(fde_size * count))
+    # Length (fde_size - 4) in the low half, the CIE pointer (from that field back to
+    # offset 0) in the high half: it grows by fde_size from one FDE to the next.
+    first = (fde_size - 4) | ((len(cie) + 4) << 32)
+    table[0::stride] = array("Q", range(first, first + count * (fde_size << 32),
+                                        fde_size << 32))
+    table[1::stride] = array("Q", starts)
+    table[2::stride] = array("Q", [size]) * count
+    for index, word in enumerate(array("Q", body)):
+        table[3 + index::stride] = array("Q", [word]) * count
+    if sys.byteorder != "little":
+        table.byteswap()
+    return cie + table.tobytes() + b"\0\0\0\0"
