@@ -226,23 +226,39 @@ def _eh_frame_ranges(elf: _RawElf) -> Optional[List[Tuple[int, int]]]:
         return None
 
 
+# What every linker writes in .eh_frame_hdr: version 1, the .eh_frame pointer
+# pcrel|sdata4, the count udata4, the table datarel|sdata4.
+SEARCH_TABLE_HEADER = bytes([1, 0x1B, 0x03, 0x3B])
+
+
+def search_table(header: bytes, header_address: int, frames_address: int, limit: int
+                 ) -> Optional[Tuple[List[int], List[int]]]:
+    """(FDE starts, FDE offsets in .eh_frame), sorted by start, from .eh_frame_hdr's
+    binary search table; None for a table in another encoding or of more than ``limit``
+    entries.  Raises ValueError for a header cut short (the offsets are the caller's to
+    check against its .eh_frame)."""
+    if len(header) < 4:
+        raise ValueError("an .eh_frame_hdr cut short")
+    if header[:4] != SEARCH_TABLE_HEADER:
+        return None
+    if len(header) < 12:
+        raise ValueError("an .eh_frame_hdr cut short")
+    (count,) = struct.unpack_from("<I", header, 8)
+    if count > limit or 12 + count * 8 > len(header):
+        return None
+    table = struct.unpack_from(f"<{count * 2}i", header, 12)
+    return ([header_address + value for value in table[0::2]],
+            [header_address + value - frames_address for value in table[1::2]])
+
+
 def _ranges_from_header(header, eh_frame) -> Optional[List[Tuple[int, int]]]:
-    hdr = header.data()
     frames = eh_frame.data()
-    hdr_addr, frames_addr = header["sh_addr"], eh_frame["sh_addr"]
-    version, ptr_enc, count_enc, table_enc = hdr[0], hdr[1], hdr[2], hdr[3]
-    # What every linker writes: pointer pcrel|sdata4, count udata4, table datarel|sdata4.
-    if version != 1 or ptr_enc != 0x1B or count_enc != 0x03 or table_enc != 0x3B:
+    index = search_table(header.data(), header["sh_addr"], eh_frame["sh_addr"], MAX_FDES)
+    if index is None:
         return None
-    (count,) = struct.unpack_from("<I", hdr, 8)
-    if count > MAX_FDES or 12 + count * 8 > len(hdr):
-        return None
-    table = struct.unpack_from(f"<{count * 2}i", hdr, 12)
     encodings: Dict[int, int] = {}
     ranges = []
-    for index in range(count):
-        start = hdr_addr + table[2 * index]
-        offset = hdr_addr + table[2 * index + 1] - frames_addr
+    for start, offset in zip(*index):
         length, cie_pointer = struct.unpack_from("<Ii", frames, offset)
         if length == 0xFFFFFFFF:
             return None  # 64-bit DWARF: not what linkers write for x86-64

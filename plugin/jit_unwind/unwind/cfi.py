@@ -10,9 +10,9 @@ Entries are parsed when first needed (pyelftools), tables kept per path, size an
 import bisect
 import io
 import os
-import struct
 from typing import Dict, List, Optional, Tuple
 
+from ..regions.nocfi import search_table as read_search_table
 from ..target import Memory
 
 # DWARF register numbers of x86-64 (System V psABI).
@@ -96,27 +96,21 @@ class CfiTable:
         return row
 
 
-# What every linker writes in .eh_frame_hdr: version 1, the .eh_frame pointer
-# pcrel|sdata4, the count udata4, the table datarel|sdata4.
-_HEADER = bytes([1, 0x1B, 0x03, 0x3B])
 MAX_FDES = 1_000_000
 
 
 def search_table(header: bytes, header_address: int, frames_address: int,
                  frames_size: int) -> Optional[Tuple[List[int], List[int]]]:
     """(FDE starts, FDE offsets in .eh_frame), sorted by start, from .eh_frame_hdr's
-    binary search table; None for a table in another encoding."""
-    if len(header) < 12 or header[:4] != _HEADER:
+    binary search table (regions/nocfi.py reads it); None for a table in another
+    encoding, cut short, or pointing outside ``.eh_frame``."""
+    try:
+        index = read_search_table(header, header_address, frames_address, MAX_FDES)
+    except ValueError:
         return None
-    (count,) = struct.unpack_from("<I", header, 8)
-    if count > MAX_FDES or 12 + count * 8 > len(header):
+    if index is None or any(not 0 <= offset < frames_size for offset in index[1]):
         return None
-    table = struct.unpack_from(f"<{count * 2}i", header, 12)
-    starts = [header_address + value for value in table[0::2]]
-    offsets = [header_address + value - frames_address for value in table[1::2]]
-    if any(not 0 <= offset < frames_size for offset in offsets):
-        return None
-    return starts, offsets
+    return index
 
 
 _tables: Dict[Tuple[str, int, float], Optional[CfiTable]] = {}
