@@ -10,6 +10,7 @@ from jit_unwind.model import Region
 from jit_unwind.regions import Mapping, RegionMap
 from jit_unwind.regions.jitdump import CodeLoad, UnwindingInfo
 from jit_unwind.symfile.build import symbol_file_bytes, symbol_file_regions
+from jit_unwind.symfile.eh_frame import sleb128, uleb128
 from jit_unwind.target import BytesMemory
 from jit_unwind.unwind.jitdump_cfi import fde_entries
 
@@ -20,33 +21,14 @@ CODE = bytes.fromhex("55" "53" "4889e3" "4883e4e0" "4883ec20" "31ed" "ffd6" "488
                      "5b" "5d" "c3")
 
 
-def _uleb(value):
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
-def _sleb(value):
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        done = (value == 0 and not byte & 0x40) or (value == -1 and byte & 0x40)
-        out.append(byte if done else byte | 0x80)
-        if done:
-            return bytes(out)
-
-
 def _writer_eh_frame(code_addr, size, data_align, rows):
     """A writer's .eh_frame laid out as perf does (after the code, pc-relative FDE
     pointers), its CIE with ``data_align``; ``rows``: the FDE's instructions."""
     eh_frame = code_addr + ((size + 7) & ~7)
-    cie_body = (struct.pack("<IB", 0, 1) + b"zR\0" + _uleb(1) + _sleb(data_align)
-                + _uleb(16) + _uleb(1) + b"\x1b"
+    cie_body = (struct.pack("<IB", 0, 1) + b"zR\0" + uleb128(1) + sleb128(data_align)
+                + uleb128(16) + uleb128(1) + b"\x1b"
                 + b"\x0c\x07\x08"  # def_cfa rsp, 8
-                + bytes([0x80 | 16]) + _uleb(8 // -data_align))  # return address at cfa-8
+                + bytes([0x80 | 16]) + uleb128(8 // -data_align))  # return address at cfa-8
     cie_body += b"\0" * (-(len(cie_body) + 4) % 8)
     cie = struct.pack("<I", len(cie_body)) + cie_body
     at = len(cie)
@@ -88,8 +70,8 @@ def _symbol_file(eh_frame, code=CODE):
 # The fixture's rows: cfa rsp+16 and rbp at cfa-16; cfa rsp+24 and rbx at cfa-24;
 # cfa = rbx+24 (the stack realigned); back to rsp+24, rsp+16, rsp+8.
 def _rows(factor):
-    return (b"\x41\x0e\x10" + bytes([0x86]) + _uleb(16 // factor)
-            + b"\x41\x0e\x18" + bytes([0x83]) + _uleb(24 // factor)
+    return (b"\x41\x0e\x10" + bytes([0x86]) + uleb128(16 // factor)
+            + b"\x41\x0e\x18" + bytes([0x83]) + uleb128(24 // factor)
             + b"\x43\x0d\x03" + b"\x4c\x0c\x07\x18" + b"\x44\x0e\x10" + b"\x41\x0e\x08")
 
 
@@ -107,7 +89,7 @@ def test_the_writers_rows_are_the_files_rows(data_align):
 def test_a_rule_our_cie_cannot_say_leaves_the_writers_fde_out():
     # rbp at cfa-12 (data alignment -4): no multiple of our -8.  The code is decoded
     # instead, as without a record, up to the instruction the decoder does not follow.
-    rows = b"\x41\x0e\x10" + bytes([0x86]) + _uleb(3)
+    rows = b"\x41\x0e\x10" + bytes([0x86]) + uleb128(3)
     eh_frame = _writer_eh_frame(JIT, len(CODE), -4, rows)
     _load, data = _symbol_file(eh_frame)
     tables = _file_rows(data)

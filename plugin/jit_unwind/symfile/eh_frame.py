@@ -30,6 +30,15 @@ DW_CFA_undefined = 0x07
 DW_CFA_same_value = 0x08
 DW_CFA_def_cfa = 0x0C
 DW_CFA_def_cfa_offset = 0x0E
+# Used where a JIT's own rules are written again (table_rules.py).
+DW_CFA_restore_extended = 0x06
+DW_CFA_register = 0x09
+DW_CFA_def_cfa_expression = 0x0F
+DW_CFA_expression = 0x10
+DW_CFA_offset_extended_sf = 0x11
+DW_CFA_def_cfa_sf = 0x12
+DW_CFA_val_offset_sf = 0x15
+DW_CFA_val_expression = 0x16
 
 
 def uleb128(value: int) -> bytes:
@@ -57,7 +66,7 @@ def sleb128(value: int) -> bytes:
             return bytes(out)
 
 
-def _advance(delta: int) -> bytes:
+def advance_loc(delta: int) -> bytes:
     if delta < 0x40:
         return bytes([DW_CFA_advance_loc | delta])
     if delta < 0x100:
@@ -88,7 +97,7 @@ def cfa_program(steps: Sequence[Step]) -> bytes:
             if name in step.lost and name not in lost:
                 changes += bytes([DW_CFA_undefined]) + uleb128(number)
         if changes:
-            out += _advance(step.offset - location) + changes
+            out += advance_loc(step.offset - location) + changes
             location = step.offset
         depth, saved, lost = step.depth, step_saved, set(step.lost)
     return bytes(out)
@@ -111,7 +120,7 @@ def _padded(body: bytes) -> bytes:
 def build_eh_frame(starts: Sequence[int], rules: Sequence[Tuple[int, bytes]]) -> bytes:
     """The section for functions at ``starts`` with ``rules``: (bytes covered, CFA
     program) each."""
-    if rules and list(rules).count(rules[0]) == len(rules):  # C-level; shared tuples
+    if rules and rules.count(rules[0]) == len(rules):  # C-level; shared tuples
         return _one_rule(starts, rules[0], len(rules))
     parts = [_cie()]
     offset = len(parts[0])

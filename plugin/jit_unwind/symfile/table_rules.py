@@ -11,17 +11,12 @@ FDE out: the debugger then has no rule there rather than a wrong one.
 
 from typing import Callable, Dict, List, Optional, Tuple
 
-from .eh_frame import (DATA_ALIGN, DW_CFA_def_cfa, DW_CFA_offset, DW_CFA_restore,
-                       DW_CFA_same_value, DW_CFA_undefined, _advance, sleb128, uleb128)
-
-DW_CFA_restore_extended = 0x06
-DW_CFA_register = 0x09
-DW_CFA_def_cfa_expression = 0x0F
-DW_CFA_expression = 0x10
-DW_CFA_offset_extended_sf = 0x11
-DW_CFA_def_cfa_sf = 0x12
-DW_CFA_val_offset_sf = 0x15
-DW_CFA_val_expression = 0x16
+from .eh_frame import (DATA_ALIGN, DW_CFA_def_cfa, DW_CFA_def_cfa_expression,
+                       DW_CFA_def_cfa_sf, DW_CFA_expression, DW_CFA_offset,
+                       DW_CFA_offset_extended_sf, DW_CFA_register, DW_CFA_restore,
+                       DW_CFA_restore_extended, DW_CFA_same_value, DW_CFA_undefined,
+                       DW_CFA_val_expression, DW_CFA_val_offset_sf, advance_loc, sleb128,
+                       uleb128)
 
 MAX_FDES_PER_FUNCTION = 64  # a function's code has one FDE, a few with cold parts
 MAX_ROWS = 4096
@@ -108,7 +103,7 @@ def program_of_rows(rows, start: int) -> Optional[bytes]:
             if changes:
                 if row["pc"] < location:
                     return None
-                out += (_advance(row["pc"] - location) if row["pc"] > location else b"")
+                out += (advance_loc(row["pc"] - location) if row["pc"] > location else b"")
                 out += changes
                 location = row["pc"]
             previous = row
