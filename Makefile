@@ -52,10 +52,10 @@ $(VENV)/.installed: requirements-test.txt setup.cfg
 fixtures: $(BUILD)/toyjit $(BUILD)/deepstack $(BUILD)/jitdump_jit $(BUILD)/manyjit $(BUILD)/nocfi \
           cpython-fixtures
 
-# CPython 3.13 and 3.14 with the JIT, 3.15 without, once per machine into
+# The CPython test interpreters of tests/jit_python.py, once per machine into
 # ~/.cache/jit-unwind: unpacked from ../shared/cpython when it has them (seconds), else
 # built from Debian's sources (10-20 min each on 2 cores); then the script returns at once.
-CPYTHON_MINORS := 3.13 3.14 3.15
+CPYTHON_MINORS := 3.13 3.14 3.15 3.13t 3.14t 3.15-jit 3.14-tailcall
 cpython-fixtures:
 	for minor in $(CPYTHON_MINORS); do tests/fixtures/build_cpython.sh $$minor || exit 1; done
 

@@ -10,21 +10,36 @@ from pathlib import Path
 
 CACHE = Path(os.environ.get("JIT_UNWIND_CACHE", Path.home() / ".cache" / "jit-unwind"))
 
-# minor version -> (directory under CACHE, has the JIT)
+# name -> (directory under CACHE, has the JIT). A name is the minor version ("3.14"),
+# with "t" for a free-threaded build ("3.14t", binary python3.14t) or a "-variant"
+# ("3.14-tailcall"); the directory names how it was built (build_cpython.sh reads them).
 INTERPRETERS = {
     "3.13": ("cpython-3.13.5-jit-x86_64-linux", True),
     "3.14": ("cpython-3.14.6-jit-x86_64-linux", True),
     "3.15": ("cpython-3.15.0rc2-x86_64-linux", False),
+    "3.13t": ("cpython-3.13.5t-x86_64-linux", False),
+    "3.14t": ("cpython-3.14.6t-x86_64-linux", False),
+    "3.15-jit": ("cpython-3.15.0rc2-jit-x86_64-linux", True),
+    "3.14-tailcall": ("cpython-3.14.6-clang-tailcall-x86_64-linux", True),
 }
-JIT_MINORS = [minor for minor, (_, jit) in INTERPRETERS.items() if jit]
+# The JIT of 3.13 and 3.14: executors made of an entry shim and a trace of stencils.
+JIT_MINORS = ["3.13", "3.14"]
+# The plain builds, one per minor version (the others are variants of them).
+MINORS = [name for name in INTERPRETERS if name.replace(".", "").isdigit()]
+FREE_THREADED = [name for name in INTERPRETERS if name.endswith("t")]
 
 
-def fixture_python(minor: str) -> Path:
-    """The interpreter of CPython ``minor`` ("3.14"); fails the test when missing."""
-    directory, _jit = INTERPRETERS[minor]
-    path = CACHE / directory / "bin" / f"python{minor}"
+def binary_name(name: str) -> str:
+    """``python3.14`` for "3.14" and "3.14-tailcall", ``python3.14t`` for "3.14t"."""
+    return "python" + name.split("-")[0]
+
+
+def fixture_python(name: str) -> Path:
+    """The interpreter called ``name`` ("3.14", "3.14t"); fails the test when missing."""
+    directory, _jit = INTERPRETERS[name]
+    path = CACHE / directory / "bin" / binary_name(name)
     assert path.exists(), (
-        f"{path} is missing: run tests/fixtures/build_cpython.sh {minor} "
+        f"{path} is missing: run tests/fixtures/build_cpython.sh {name} "
         "(make test does)")
     return path
 

@@ -4,7 +4,7 @@ import re
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from tests.jit_python import INTERPRETERS, fixture_python
+from tests.jit_python import INTERPRETERS, MINORS, fixture_python
 from tests.support import REPO, pyenv_python
 
 SCRIPTS = REPO / "tests" / "fixtures" / "python"
@@ -21,8 +21,7 @@ PyEntry = Tuple[str, str, int]
 
 # The test interpreters of tests/jit_python.py by full version ("3.14.6" -> "3.14"),
 # read from their directory names ("cpython-3.14.6-jit-x86_64-linux").
-FIXTURE_VERSIONS = {directory.split("-")[1]: minor
-                    for minor, (directory, _jit) in INTERPRETERS.items()}
+FIXTURE_VERSIONS = {INTERPRETERS[minor][0].split("-")[1]: minor for minor in MINORS}
 
 
 def python_of(version: str) -> Path:
