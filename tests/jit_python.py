@@ -26,7 +26,7 @@ INTERPRETERS = {
 JIT_MINORS = ["3.13", "3.14"]
 # The plain builds, one per minor version (the others are variants of them).
 MINORS = [name for name in INTERPRETERS if name.replace(".", "").isdigit()]
-FREE_THREADED = [name for name in INTERPRETERS if name.endswith("t")]
+FREE_THREADED = [name for name in INTERPRETERS if name.split("-")[0].endswith("t")]
 
 
 def binary_name(name: str) -> str:
