@@ -60,6 +60,11 @@ class Merger:
             self.result.matched_by_pointer += 1
             if self._runs_jit_code(start):
                 start += 1  # the eval loop's frame is the one its JIT trace runs
+            elif self._pending_jit:
+                # A pointer newer than the frame the trace runs is the trace's own
+                # (3.15: the debugger unwinds the trace by CPython's CFI, which leaves
+                # the eval loop's callee-saved registers as the trace had them).
+                start = max(start, self._after_jit_code())
         else:
             start = self._after_jit_code() if self._pending_jit else self._cursor
             self.result.matched_by_count += 1

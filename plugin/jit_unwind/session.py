@@ -318,13 +318,16 @@ class StopCache:
         """Executor offsets from the interpreter's DWARF when it has them, else None (the
         built-in table for the version is used)."""
         from .cpython.executors import DWARF_FIELDS
+        if self.process.member_offset("_PyExecutorObject", "jit_code") is None:
+            return None  # no DWARF: the built-in table
+        # Members a version lacks (3.15: executor_list_head, jit_side_entry; 3.13/3.14:
+        # the executor array) keep the table's value.
         offsets = {}
         for field, (type_name, member) in DWARF_FIELDS.items():
             offset = self.process.member_offset(type_name, member)
-            if offset is None:
-                return None if not offsets else _with(runtime, offsets)
-            offsets[field] = offset
-        return _with(runtime, offsets)
+            if offset is not None:
+                offsets[field] = offset
+        return _with(runtime, offsets) if offsets else None
 
 
 def _with(runtime, offsets):

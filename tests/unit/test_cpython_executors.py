@@ -345,23 +345,39 @@ def _gdb_offsets(python: Path, expressions: Dict[str, str]) -> Dict[str, int]:
     return dict(zip(expressions, values))
 
 
-@pytest.mark.parametrize("minor", JIT_MINORS)
+ARRAY_ONLY = ("array_index", "interp_executor_ptrs", "interp_executor_count",
+              "interp_deletion_head", "interp_cold_executor",
+              "interp_cold_dynamic_executor")
+LIST_ONLY = ("interp_list_head", "interp_optimizer", "jit_side_entry")
+
+
+@pytest.mark.parametrize("minor", [*JIT_MINORS, "3.15-jit"])
 def test_the_table_matches_the_dwarf_of_the_jit_build(minor):
     python = jit_python(minor)
+    table = EXECUTOR_LAYOUTS[(3, int(minor.split("-")[0].split(".")[1]))]
     offsetof = "&((%s *) 0)->%s"
-    expressions = {field: offsetof % ("PyInterpreterState" if field.startswith("interp_")
-                                      else "_PyExecutorObject", member)
-                   for field, (_, member) in DWARF_FIELDS.items()}
+    expressions = {field: offsetof % (type_name, member)
+                   for field, (type_name, member) in DWARF_FIELDS.items()
+                   if field not in (LIST_ONLY if table.uses_array else ARRAY_ONLY)}
     expressions["executor_size"] = "sizeof(_PyExecutorObject)"
     expressions["exit_size"] = "sizeof(_PyExitData)"
     expressions["exit_executor"] = "&((_PyExitData *) 0)->executor"
-    expressions["linked_byte"] = "&((_PyExecutorObject *) 0)->vm_data.linked"
-    table = EXECUTOR_LAYOUTS[(3, int(minor.split(".")[1]))]
+    expressions["linked_byte"] = ("&((_PyExecutorObject *) 0)->vm_data."
+                                  + ("valid" if table.uses_array else "linked"))
     if table.cold_exit_count:
         expressions["cold_exit_count"] = "sizeof(COLD_EXITS) / sizeof(COLD_EXITS[0])"
-    if table.interp_list_head is None:  # found by the common_consts probe instead
+    if table.interp_list_head is None and not table.uses_array:
         del expressions["interp_list_head"], expressions["interp_optimizer"]
+    if table.common_consts:  # the probe's anchor: common_consts, then bool jit
+        expressions["consts"] = offsetof % ("PyInterpreterState", "common_consts")
+        expressions["jit"] = offsetof % ("PyInterpreterState", "jit")
     measured = _gdb_offsets(python, expressions)
+    if table.common_consts:
+        assert measured.pop("jit") - measured["consts"] == 8 * table.common_consts
+    if table.uses_array:  # the table has them relative to common_consts
+        assert table.array_fields(measured.pop("consts")) == tuple(
+            measured.pop(field) for field in ARRAY_ONLY[1:])
+    measured.pop("consts", None)
     for field, value in measured.items():
         if field == "linked_byte":
             assert table.linked[0] == value

@@ -51,6 +51,20 @@ def test_without_pointer_jit_frames_take_frames_up_to_their_code_object():
     assert names(result.by_level[2]) == ["top", "<module>"]
 
 
+def test_an_eval_pointer_newer_than_the_trace_frame_is_the_traces_own():
+    """3.15: the debugger unwinds the trace by CPython's CFI, which leaves the eval
+    loop's callee-saved registers as the trace had them; its ``frame`` can then be a
+    frame the trace pushed (leaf): the trace still runs the frames up to hot."""
+    frames = [py("leaf", 0x100, code=0xA), py("hot", 0x200, code=0xB),
+              py("<module>", 0x300, entry=True, code=0xC)]
+    natives = [NativeFrame(0, OTHER), NativeFrame(1, JIT, code_object=0xB),
+               NativeFrame(2, EVAL, 0x100)]
+    result = merge(natives, frames)
+    assert names(result.by_level[1]) == ["leaf", "hot"]
+    assert names(result.by_level[2]) == ["<module>"]
+    assert result.matched_by_pointer == 1 and not result.unclaimed
+
+
 def test_jit_code_running_the_entry_frame_leaves_its_eval_loop_nothing():
     """JIT -> C -> Python -> JIT: key's trace runs key, the entry frame of the eval loop
     that map() started; nested's trace and its eval loop come after."""

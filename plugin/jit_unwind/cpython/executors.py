@@ -41,10 +41,23 @@ Layouts (x86-64, GIL builds):
   ``PyObject *common_consts[NUM_COMMON_CONSTANTS]`` (5 entries, the first two are
   ``PyExc_AssertionError`` and ``PyExc_NotImplementedError``, whose addresses come from
   the symbol lookup) and ``bool jit``.
-* 3.15 (pre-release, python/cpython commit 021fc4492a52): ``jit_side_entry`` is gone
-  (gh-137959: one shared entry shim, ``_Py_jit_entry``, instead of one per executor),
-  ``jit_code`` is the start of the trace, ``exits`` moved to 120.  Not checked against
-  a binary; ``executor_list_head`` is found like 3.14's.
+* 3.15 (3.15.0rc2 built with ``--enable-experimental-jit=yes-off``, LLVM 22 stencils;
+  ``ptype /o struct _PyExecutorObject``, ``_PyVMData`` and ``PyInterpreterState`` in
+  GDB on that build): no list any more.  ``PyInterpreterState`` keeps the executors in
+  an array, ``executor_ptrs[executor_count]`` (each executor's
+  ``vm_data.bloom_array_idx`` is its index there), invalidated ones waiting to be freed
+  in ``executor_deletion_list_head`` (linked by ``vm_data.links``), and two shared
+  executors of its own, ``cold_executor`` and ``cold_dynamic_executor``.  These follow
+  ``common_consts[12]``, ``bool jit``, ``bool compiling`` and a 16-byte
+  ``_PyOptimizationConfig``: ``executor_ptrs`` is 0x80 bytes after ``common_consts``
+  (0x368d0 and 0x36850 on that build).  The executor: ``vm_data`` at 32 (``links`` at
+  48, ``code`` at 64), ``exit_count`` 72, ``jit_size`` 80, ``jit_code`` 88,
+  ``jit_registration`` 96, ``exits`` 104, 120 bytes.  ``jit_side_entry`` is gone: every
+  trace is entered through ``_PyJIT_Entry`` (``_Py_jit_entry``), a function of the
+  interpreter with its own ``.eh_frame``, so ``jit_code`` is the start of the trace.
+  Each compiled executor is also registered through GDB's JIT interface as
+  ``py::jit:executor`` (:mod:`jit_unwind.regions.jit_interface`); its ``.eh_frame``
+  unwinds the trace straight into the eval loop.
 
 :func:`jit_unwind.regions.cpython_jit.executor_regions` turns executors into
 :class:`~jit_unwind.model.Region` objects (that module, not this package, knows the
@@ -142,17 +155,47 @@ class ExecutorLayout:
     linked: Tuple[int, int] = (35, 0xFF)
     executor_size: int = 144     # sizeof(_PyExecutorObject) (stride of COLD_EXITS)
     cold_exit_count: int = 0     # 3.13: COLD_EXIT_COUNT = UOP_MAX_TRACE_LENGTH / 4
+    # 3.15: PyInterpreterState's executor array and what follows it (from DWARF), or
+    # for the table, executor_ptrs's distance from common_consts (ARRAY_FIELDS then
+    # give the rest).  All None: the list of 3.13 and 3.14.
+    interp_executor_ptrs: Optional[int] = None
+    interp_executor_count: Optional[int] = None
+    interp_deletion_head: Optional[int] = None
+    interp_cold_executor: Optional[int] = None
+    interp_cold_dynamic_executor: Optional[int] = None
+    array_after_consts: Optional[int] = None
+    array_index: Optional[int] = None  # vm_data.bloom_array_idx (int32): its array slot
 
     def with_offsets(self, source: str, **offsets: int) -> "ExecutorLayout":
         """This layout with some offsets replaced (e.g. measured from DWARF)."""
         return dataclasses.replace(self, source=source, **offsets)
 
     @property
+    def uses_array(self) -> bool:
+        """True when the executors are in an array (3.15), not a list."""
+        return self.interp_executor_ptrs is not None or self.array_after_consts is not None
+
+    def array_fields(self, consts: Optional[int]) -> Optional[Tuple[int, ...]]:
+        """Offsets of executor_ptrs, executor_count, executor_deletion_list_head,
+        cold_executor and cold_dynamic_executor: DWARF's, else the table's from where
+        ``common_consts`` was found (None when neither is known)."""
+        if self.interp_executor_ptrs is not None:
+            fields = (self.interp_executor_ptrs, self.interp_executor_count,
+                      self.interp_deletion_head, self.interp_cold_executor,
+                      self.interp_cold_dynamic_executor)
+            if all(field is not None for field in fields):
+                return fields  # type: ignore[return-value]
+        if consts is None or self.array_after_consts is None:
+            return None
+        base = consts + self.array_after_consts
+        return tuple(base + delta for delta in ARRAY_FIELDS)
+
+    @property
     def record_end(self) -> int:
         """Bytes of ``_PyExecutorObject`` read per executor."""
         last = max(self.links_next, self.links_previous, self.code, self.jit_size,
                    self.jit_code, self.jit_side_entry or 0, self.exit_count,
-                   self.linked[0])
+                   self.linked[0], self.array_index or 0)
         return last + 8
 
 
@@ -168,7 +211,18 @@ DWARF_FIELDS: Dict[str, Tuple[str, str]] = {
     "jit_code": ("_PyExecutorObject", "jit_code"),
     "jit_side_entry": ("_PyExecutorObject", "jit_side_entry"),
     "exits": ("_PyExecutorObject", "exits"),
+    "array_index": ("_PyExecutorObject", "vm_data.bloom_array_idx"),
+    "interp_executor_ptrs": ("PyInterpreterState", "executor_ptrs"),
+    "interp_executor_count": ("PyInterpreterState", "executor_count"),
+    "interp_deletion_head": ("PyInterpreterState", "executor_deletion_list_head"),
+    "interp_cold_executor": ("PyInterpreterState", "cold_executor"),
+    "interp_cold_dynamic_executor": ("PyInterpreterState", "cold_dynamic_executor"),
 }
+
+# 3.15.0rc2: executor_ptrs, executor_count, (executor_capacity,)
+# executor_deletion_list_head, cold_executor, cold_dynamic_executor, from executor_ptrs.
+ARRAY_FIELDS = (0, 8, 0x18, 0x20, 0x28)
+MAX_ARRAY = 1 << 20           # executors in one interpreter's array we believe
 
 EXECUTOR_LAYOUTS: Dict[Tuple[int, int], ExecutorLayout] = {
     (3, 13): ExecutorLayout(
@@ -185,11 +239,12 @@ EXECUTOR_LAYOUTS: Dict[Tuple[int, int], ExecutorLayout] = {
         executor_size=144),
     (3, 15): ExecutorLayout(
         version="3.15",
-        source="built-in table for 3.15 (commit 021fc4492a52 headers, pre-release, "
-               "not checked on a binary)",
-        interp_list_head=None, common_consts=5,
-        jit_side_entry=None, exits=120,
-        linked=(34, 0x02), executor_size=136),
+        source="built-in table for 3.15 (3.15.0rc2, checked against its DWARF)",
+        interp_list_head=None, common_consts=12,
+        links_next=48, links_previous=56, code=64, exit_count=72, jit_size=80,
+        jit_code=88, jit_side_entry=None, exits=104,
+        linked=(34, 0xFF),          # uint8_t valid (no linked flag: the array says)
+        executor_size=120, array_after_consts=0x80, array_index=44),
 }
 
 
@@ -258,7 +313,8 @@ class ExecutorList:
 
     ``stop_reason`` is empty when every list was read to its end.  ``skipped`` counts
     linked executors without machine code (JIT off: the tier-2 interpreter runs them).
-    ``list_heads`` maps each interpreter to the offset of ``executor_list_head`` used."""
+    ``list_heads`` maps each interpreter to the offset of ``executor_list_head`` used
+    (3.15: of ``executor_ptrs``)."""
 
     executors: Tuple[Executor, ...]
     stop_reason: str = ""
@@ -404,19 +460,39 @@ class _Reader:
         return self.probe_common_consts(interp)
 
     def probe_common_consts(self, interp: int) -> Tuple[Optional[int], str]:
-        """3.14+: find ``common_consts`` (AssertionError, NotImplementedError, ...)
+        """3.14: find ``common_consts`` (AssertionError, NotImplementedError, ...)
         in the interpreter; ``bool jit`` and ``executor_list_head`` follow it.  A NULL
         head cannot be checked: with the JIT off an empty list is all this can say."""
+        for consts in self.common_consts_candidates(interp):
+            jit_offset = consts + 8 * (self.layout.common_consts or 0)
+            jit_flag = self.memory.try_read_u64(interp + jit_offset)
+            head = self.memory.try_read_u64(interp + jit_offset + 8)
+            # bool jit (padded to 8 bytes), then the head: 0 or a real head.
+            if jit_flag in (0, 1) and head is not None and not self.check_head(head):
+                return jit_offset + 8, ""
+        return None, self.consts_problem(interp)
+
+    def consts_problem(self, interp: int) -> str:
+        """Why no ``common_consts`` candidate of ``interp`` was right."""
         if self.lookup is None:
-            return None, ("the offset of PyInterpreterState.executor_list_head is not "
-                          "in the tables: it needs DWARF or the PyExc_AssertionError and "
-                          "PyExc_NotImplementedError symbols")
+            return ("the offset of PyInterpreterState's executors is not in the tables: "
+                    "it needs DWARF or the PyExc_AssertionError and "
+                    "PyExc_NotImplementedError symbols")
+        return (f"PyInterpreterState.common_consts not found in the first "
+                f"{MAX_INTERP_SCAN:#x} bytes of interpreter {interp:#x}")
+
+    def common_consts_candidates(self, interp: int) -> Iterator[int]:
+        """Offsets in the interpreter (8-aligned, nearest first) holding
+        ``PyExc_AssertionError`` then ``PyExc_NotImplementedError``: where
+        ``common_consts`` may be.  Nothing without the symbols."""
+        if self.lookup is None:
+            return
         values = []
         for name in ("PyExc_AssertionError", "PyExc_NotImplementedError"):
             address = self.lookup(name)
             value = self.memory.try_read_u64(address) if address else None
             if not value:
-                return None, f"cannot read {name} to find PyInterpreterState.common_consts"
+                return
             values.append(value)
         needle = struct.pack("<QQ", *values)
         offset = 0
@@ -424,24 +500,16 @@ class _Reader:
         while offset < MAX_INTERP_SCAN:
             chunk = self.memory.try_read(interp + offset, _SCAN_CHUNK)
             if chunk is None:
-                break
+                return
             data = tail + chunk
             base = offset - len(tail)
             position = data.find(needle)
             while position >= 0:
                 if (base + position) % 8 == 0:
-                    jit_offset = base + position + 8 * self.layout.common_consts
-                    jit_flag = self.memory.try_read_u64(interp + jit_offset)
-                    head = self.memory.try_read_u64(interp + jit_offset + 8)
-                    # bool jit (padded to 8 bytes), then the head: 0 or a real head.
-                    if (jit_flag in (0, 1) and head is not None
-                            and not self.check_head(head)):
-                        return jit_offset + 8, ""
+                    yield base + position
                 position = data.find(needle, position + 1)
             tail = data[-(len(needle) - 1):]
             offset += _SCAN_CHUNK
-        return None, (f"PyInterpreterState.common_consts not found in the first "
-                      f"{offset:#x} bytes of interpreter {interp:#x}")
 
     # -- walks -------------------------------------------------------------------------
 
@@ -579,7 +647,24 @@ def read_executors(memory: Memory, runtime: CPythonRuntime,
     raws: List[Tuple[_Raw, int]] = []
     skipped = 0
     heads = []
+    named: List[Tuple[str, _Raw, int]] = []  # 3.15's cold executors
     for interp in interps:
+        if layout.uses_array:
+            from .executor_array import array_fields, walk_array
+            fields, reason = array_fields(reader, interp)
+            if fields is None:
+                if reason:
+                    reasons.append(reason)
+                continue
+            heads.append((interp, fields[0]))
+            found, cold_here, skipped_here, reason = walk_array(
+                reader, interp, fields, max_executors - len(raws))
+            raws.extend((raw, interp) for raw in found)
+            named.extend((name, raw, interp) for name, raw in cold_here)
+            skipped += skipped_here
+            if reason:
+                reasons.append(reason)
+            continue
         offset, reason = reader.list_head_offset(interp)
         if offset is None:
             reasons.append(reason)
@@ -603,5 +688,7 @@ def read_executors(memory: Memory, runtime: CPythonRuntime,
     for index, raw in cold:
         executors.append(reader.executor(raw, main, 0, "cold-exit", None,
                                          name=f"<cold exit {index}>"))
+    for name, raw, interp in named:
+        executors.append(reader.executor(raw, interp, 0, "cold-exit", None, name=name))
     executors.sort(key=lambda e: e.jit_code)
     return ExecutorList(tuple(executors), "; ".join(reasons), skipped, tuple(heads))
