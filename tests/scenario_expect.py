@@ -97,9 +97,12 @@ def check_recursion(document, depth: int, perf: bool) -> None:
     check_walk(thread)
 
 
-def activations(thread):
+def activations(thread, shim=True):
     """[(function, trace frame, shim frame, eval frame)] of each JIT activation, after
-    checking each is exactly trace, shim, eval loop, named after one function."""
+    checking each is exactly trace, shim, eval loop, named after one function.
+    ``shim`` False (3.15): trace, eval loop; the shim frame is None.  3.15 enters every
+    trace through _PyJIT_Entry, a function of the interpreter, and the debugger unwinds
+    the trace by the CFI CPython registers with it, which returns to the eval loop."""
     frames = thread["frames"]
     text = listing(frames)
     found = []
@@ -107,19 +110,23 @@ def activations(thread):
         trace = TRACE.match(frame["function"])
         if trace is None:
             shim_of_a_trace = index > 0 and TRACE.match(frames[index - 1]["function"])
-            assert shim_of_a_trace or frame["kind"] != "jit", text
+            assert (shim and shim_of_a_trace) or frame["kind"] != "jit", text
             continue
         assert frame["kind"] == "jit", text
-        shim = SHIM.match(frames[index + 1]["function"])
-        assert shim is not None, text
-        assert shim.group(1) == trace.group(1) and shim.group(2) == str(JIT_SCRIPT), text
-        assert frames[index + 2]["function"] == EVAL, text
-        found.append((trace.group(1), frame, frames[index + 1], frames[index + 2]))
+        shim_frame = frames[index + 1] if shim else None
+        if shim:
+            named = SHIM.match(shim_frame["function"])
+            assert named is not None, text
+            assert named.group(1) == trace.group(1) and named.group(2) == str(JIT_SCRIPT), \
+                text
+        assert frames[index + 1 + shim]["function"] == EVAL, text
+        found.append((trace.group(1), frame, shim_frame, frames[index + 1 + shim]))
     return found
 
 
-def check_cpython_jit(document, scenario: str) -> None:
-    """jit_scenarios.py SCENARIO under PYTHON_JIT=1."""
+def check_cpython_jit(document, scenario: str, shim: bool = True) -> None:
+    """jit_scenarios.py SCENARIO under PYTHON_JIT=1; ``shim`` False for 3.15 (see
+    activations)."""
     lines = marks(JIT_SCRIPT)
     file = str(JIT_SCRIPT)
     module = (("<module>", file, lines["module"]))
@@ -129,12 +136,12 @@ def check_cpython_jit(document, scenario: str) -> None:
         spinning = 0
         for thread in threads:
             check_walk(thread)
-            spinning += [a[0] for a in activations(thread)] == ["spin"]
+            spinning += [a[0] for a in activations(thread, shim)] == ["spin"]
         assert spinning == 2, [listing(t["frames"]) for t in threads]
         return
     thread = main_thread(document)
     check_walk(thread)
-    found = activations(thread)
+    found = activations(thread, shim)
     text = listing(thread["frames"])
     python = python_entries(thread["python"])
     if scenario == "kill":
@@ -147,10 +154,11 @@ def check_cpython_jit(document, scenario: str) -> None:
     elif scenario == "branchy":
         # The stop is in a side exit's trace: its return slot is in another
         # executor's shim (the one the eval loop entered).
-        [(name, trace, shim, _loop)] = found
+        [(name, trace, shim_frame, _loop)] = found
         assert name == "branchy", text
-        executor = int(TRACE.match(trace["function"]).group(4), 16)
-        assert not executor <= shim["pc"] < executor + SHIM_BOUND, text
+        if shim_frame is not None:
+            executor = int(TRACE.match(trace["function"]).group(4), 16)
+            assert not executor <= shim_frame["pc"] < executor + SHIM_BOUND, text
         assert python == [("branchy", file, lines["branchy"]), module], text
     elif scenario == "nested":
         assert [a[0] for a in found] == ["key", "nested"], text

@@ -24,7 +24,10 @@ runs for a frame with a line entry, one for a JIT frame outside any module, two 
 other frames (JIT code in the symbol file, native code without line information);
 bench/lldb19_frame_format.py measures it.  The label function reads the per-stop cache
 (``state.cache_for``): a region lookup per frame.  LLDB 22+ names JIT frames with its
-frame provider: there the formats are left alone.
+frame provider, except code LLDB's own JIT loader knows (CPython 3.15 registers its
+traces through GDB's JIT interface): LLDB names a frame there from that module
+(``JIT(0x…)`py::jit:executor``), a provider's name included.  There the label names
+those frames only (:data:`REGISTERED_ONLY`), every other frame prints as before.
 """
 
 from typing import Optional
@@ -36,6 +39,7 @@ from .state import cache_for
 
 SETTING = "frame-format"  # jit-unwind frame-format on|off
 LABEL = "jit_unwind_frame_label"
+BARE_LABEL = "jit_unwind_frame_label_bare"  # without the leading space
 GATE = "jit_unwind_frame_gate"
 FORMATS = ("frame-format", "thread-format")
 PC = "${frame.pc}"
@@ -43,9 +47,15 @@ MODULE_SCOPE = "{ ${module.file.basename}"
 LINE_SCOPE = "{ at "
 NO_LINE = "${frame.no-debug}"  # LLDB: the frame's pc has no line entry
 GATE_ENTRY = "${script.frame:" + GATE + ".native}"
+# LLDB 23's formats print the module and the function in two scopes.
+SPLIT_MODULE_SCOPE = "{${module.file.basename}"
+FUNCTION_SCOPE = "{${function.name-with-args}"
+FIRST_GATE_ENTRY = "${script.frame:" + GATE + ".native_first}"
 
 # (debugger id, setting name) -> its value before we changed it (restored by uninstall())
 _saved = {}
+# LLDB with frame providers: name only frames in code the debugger's JIT loader knows.
+REGISTERED_ONLY = [False]
 
 
 class _Gate:
@@ -58,10 +68,11 @@ class _Gate:
         self.jit = False
 
     def __getattr__(self, name):  # only for attributes not found the usual way
-        if name == "native":
+        if name in ("native", "native_first"):
             if not self.jit:
                 return _nothing
-            self.jit = False
+            if name == "native":  # the last gate of the frame's line
+                self.jit = False
         raise AttributeError(name)
 
 
@@ -82,9 +93,16 @@ def jit_name(frame: "lldb.SBFrame") -> Optional[str]:
         return None
     innermost = frame.GetFrameID() == 0
     cache = cache_for(process)
-    if cache.regions().jit_region_at(pc if innermost else pc - 1) is None:
+    lookup = pc if innermost else pc - 1
+    if cache.regions().jit_region_at(lookup) is None:
         return None  # most frames: one lookup in this stop's region map
-    return jit_frame_name(cache.named_regions(), pc, innermost)
+    regions = cache.named_regions()
+    if REGISTERED_ONLY[0]:
+        symbol = regions.symbol_at(lookup)
+        if (symbol is None or symbol.source == "gdb-jit"
+                or not regions.is_registered(lookup)):
+            return None  # the frame provider's frame, or LLDB's own name
+    return jit_frame_name(regions, pc, innermost)
 
 
 def frame_label(frame: "lldb.SBFrame", internal_dict=None) -> str:
@@ -98,6 +116,11 @@ def frame_label(frame: "lldb.SBFrame", internal_dict=None) -> str:
         return ""
     GATE_OBJECT.jit = True
     return " " + name
+
+
+def frame_label_bare(frame: "lldb.SBFrame", internal_dict=None) -> str:
+    """``${script.frame:jit_unwind_frame_label_bare}``: "NAME" for a JIT frame."""
+    return frame_label(frame, internal_dict)[1:]
 
 
 def scope_end(text: str, start: int) -> Optional[int]:
@@ -132,6 +155,10 @@ def with_label(value: str) -> Optional[str]:
     if at < 0:
         return None
     at += len(PC)
+    if MODULE_SCOPE not in value:
+        split = _with_split_gates(value, at)
+        if split is not None:
+            return split
     if value.startswith("${ansi.normal}", at):  # the pc's colour ends first
         at += len("${ansi.normal}")
     label = f"{{{NO_LINE}${{script.frame:{LABEL}}}}}"
@@ -155,6 +182,20 @@ def with_label(value: str) -> Optional[str]:
     return result[:start] + "{" + GATE_ENTRY + module[1:] + result[end:]
 
 
+def _with_split_gates(value: str, after: int) -> Optional[str]:
+    """LLDB 23's formats: the pc's scope ends with the space, then "{module`}" and
+    "{function}" scopes.  The label (no leading space) goes before the module, and
+    both scopes are gated: a JIT frame's line shows our name instead of the module's
+    "JIT(0x…)`py::jit:executor + 2134".  None when ``value`` is not of that form."""
+    start = value.find(SPLIT_MODULE_SCOPE, after)
+    end = scope_end(value, start) if start >= 0 else None
+    if end is None or not value.startswith(FUNCTION_SCOPE, end):
+        return None
+    label = f"{{{NO_LINE}${{script.frame:{BARE_LABEL}}}}}"
+    return (value[:start] + label + "{" + FIRST_GATE_ENTRY + value[start + 1:end]
+            + "{" + GATE_ENTRY + value[end + 1:])
+
+
 def _current(debugger: "lldb.SBDebugger", name: str) -> Optional[str]:
     """A format setting's value as set (LLDB shows it quoted, with "`" escaped)."""
     values = debugger.GetInternalVariableValue(name, debugger.GetInstanceName())
@@ -171,16 +212,27 @@ def _set(debugger: "lldb.SBDebugger", name: str, value: str) -> bool:
 
 
 def install(debugger: "lldb.SBDebugger", internal_dict: dict) -> None:
-    """At import, in an LLDB without frame providers: the script functions into the
-    session dictionary, and the label into the formats unless the setting is off."""
+    """At import: the script functions into the session dictionary, and the label
+    into the formats unless the setting is off (with frame providers, for frames in
+    code LLDB's JIT loader knows only)."""
     from .registration import providers_supported
     from .settings import on_change, setting
-    if providers_supported():
-        return
+    REGISTERED_ONLY[0] = providers_supported()
     internal_dict[LABEL] = frame_label
+    internal_dict[BARE_LABEL] = frame_label_bare
     internal_dict[GATE] = GATE_OBJECT
     on_change(SETTING, lambda debugger, on: (apply if on else uninstall)(debugger))
-    if setting(SETTING):
+    # With providers the formats change once a stop has such code (apply_once): each
+    # script entry costs every frame's line about 100 µs.
+    if setting(SETTING) and not REGISTERED_ONLY[0]:
+        apply(debugger)
+
+
+def apply_once(debugger: "lldb.SBDebugger") -> None:
+    """With frame providers: put the label into the formats the first time a stop has
+    JIT code that LLDB's JIT loader knows and we name (unless the setting is off)."""
+    from .settings import setting
+    if setting(SETTING) and not any(key[0] == debugger.GetID() for key in _saved):
         apply(debugger)
 
 

@@ -18,6 +18,7 @@ from lldb.plugins.scripted_frame_provider import ScriptedFrameProvider
 from lldb.plugins.scripted_process import ScriptedFrame
 
 from .. import mixed
+from . import frame_format
 from ..frames import marks, walk_stopped
 from ..stack import classify, jit_label
 from .debugger import PASSTHROUGH, build_frames, provider_walk_key
@@ -83,6 +84,23 @@ def _only_inputs(steps, count: int) -> bool:
                                        for index, step in enumerate(steps))
 
 
+def _names_registered_code(cache, inputs) -> bool:
+    """An input frame runs code LLDB's JIT loader has a module for and we name
+    (CPython 3.15's traces): LLDB names it from that module, our name comes through
+    its frame-format (lldb/frame_format.py)."""
+    regions = cache.regions()
+    for index, frame in enumerate(inputs):
+        pc = frame.GetPC()
+        lookup = pc if index == 0 else pc - 1
+        if regions.jit_region_at(lookup) is None:
+            continue
+        named = cache.named_regions()
+        symbol = named.symbol_at(lookup)
+        if symbol is not None and symbol.source != "gdb-jit" and named.is_registered(lookup):
+            return True
+    return False
+
+
 class JitFrameProvider(ScriptedFrameProvider):
     def __init__(self, input_frames, args):
         super().__init__(input_frames, args)
@@ -118,6 +136,8 @@ class JitFrameProvider(ScriptedFrameProvider):
                 cache.process.target, cache, inputs).run())
             if steps is PASSTHROUGH:
                 return False
+            if _names_registered_code(cache, inputs):
+                frame_format.apply_once(self.thread.GetProcess().GetTarget().GetDebugger())
             if not python and _only_inputs(steps, count):
                 for step in steps:  # py-mixed-bt reads the output frames: LLDB's own
                     step.position = step.index

@@ -16,12 +16,18 @@ SETTINGS = {
                             "frames it runs, as [py] frames with their file and line"],
 }
 
-# LLDB without frame providers (lldb-19): bt names JIT frames through frame-format
-# (LLDB 22+ names them with its frame provider: no such setting there).
+# bt names JIT frames through frame-format: in an LLDB without frame providers
+# (lldb-19) all of them; with providers (LLDB 22+) only those in code LLDB's own JIT
+# loader has a module for (CPython 3.15's traces), which LLDB names from that module.
 if not hasattr(lldb.SBTarget, "RegisterScriptedFrameProvider"):
     SETTINGS["frame-format"] = [True, "name JIT frames in bt through LLDB's frame-format "
                                       "and thread-format settings (this LLDB has no frame "
                                       "providers); off gives both their values back"]
+else:
+    SETTINGS["frame-format"] = [True, "name JIT frames in code LLDB's JIT loader knows "
+                                      "(CPython 3.15's traces) in bt through LLDB's "
+                                      "frame-format and thread-format settings; off gives "
+                                      "both their values back"]
 # The JIT symbol file (lldb/symfile.py), on by default: LLDB names JIT code from it
 # outside bt (image lookup, disassemble, breakpoints), and its own unwinder goes through
 # the code the file has .eh_frame for; with frame providers, the provider's walk takes
