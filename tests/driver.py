@@ -85,7 +85,9 @@ class Driver:
         raise NotImplementedError
 
     def launch(self, program: Sequence, commands: Sequence[str],
-               env: Mapping[str, str] = {}, core: Optional[Path] = None) -> Transcript:
+               env: Mapping[str, str] = {}, core: Optional[Path] = None,
+               settings: Sequence[str] = ()) -> Transcript:
+        """``settings``: debugger commands run before the program starts."""
         raise NotImplementedError
 
     def open_core(self, program: Sequence, core: Path,
@@ -117,8 +119,9 @@ class GdbDriver(Driver):
         return Transcript(self.name, list(commands), _split(whole, commands, GDB_MARK),
                           whole, int(pid.group(1)) if pid else None)
 
-    def launch(self, program, commands, env={}, core=None):
-        setup = [f"set environment {k}={v}" for k, v in env.items()] + ["run", PRINT_PID]
+    def launch(self, program, commands, env={}, core=None, settings=()):
+        setup = [*settings, *(f"set environment {k}={v}" for k, v in env.items()), "run",
+                 PRINT_PID]
         after = [f"gcore {core}"] if core else []
         transcript = self._run([*commands, *after], program, setup=setup)
         assert core is None or core.exists(), transcript.whole
@@ -138,8 +141,8 @@ class Lldb23Driver(Driver):
         return Transcript(self.name, list(commands), _split(whole, commands, "(lldb) "),
                           whole, int(pid.group(1)) if pid else None)
 
-    def launch(self, program, commands, env={}, core=None):
-        setup = [f"settings set target.env-vars {k}={v}" for k, v in env.items()]
+    def launch(self, program, commands, env={}, core=None, settings=()):
+        setup = [*settings, *(f"settings set target.env-vars {k}={v}" for k, v in env.items())]
         after = [f"process save-core --style full {core}"] if core else []
         whole = run_lldb([*setup, "process launch", *commands, *after],
                          [str(p) for p in program])
@@ -180,8 +183,8 @@ class Lldb19Driver(Driver):
         return Transcript(self.name, list(commands), _split(whole, commands, "(lldb) "),
                           whole, int(pid.group(1)) if pid else None)
 
-    def launch(self, program, commands, env={}, core=None):
-        setup = [f"file {program[0]}"]
+    def launch(self, program, commands, env={}, core=None, settings=()):
+        setup = [*settings, f"file {program[0]}"]
         if len(program) > 1:
             setup.append("settings set -- target.run-args " + " ".join(map(str, program[1:])))
         setup += [f"settings set target.env-vars {k}={v}" for k, v in env.items()]

@@ -32,6 +32,14 @@ class Scenario:
     program: Callable[[], List]
     check: Callable[[dict], None]
     env: Dict[str, str] = field(default_factory=dict)
+    # The program registers JIT code through GDB's JIT interface (CPython 3.15).
+    registers_jit_code: bool = False
+
+
+# lldb-19 cannot write a core of a process whose JIT code its JIT loader made modules of
+# ("Unable to get the size of module JIT(0x…)", with or without jit-unwind): such a
+# scenario runs live with the loader on, then again with it off to write the core.
+JIT_LOADER_OFF = "settings set plugin.jit-loader.gdb.enable off"
 
 
 def toyjit(mode, depth, perf_map=False):
@@ -50,7 +58,7 @@ def cpython_jit(minor, scenario):
     shim = minor in JIT_MINORS  # 3.15: one shared shim the debugger unwinds past
     return Scenario(lambda: [jit_python(minor), JIT_SCRIPT, scenario],
                     lambda document: check_cpython_jit(document, scenario, shim),
-                    env={"PYTHON_JIT": "1"})
+                    env={"PYTHON_JIT": "1"}, registers_jit_code=not shim)
 
 
 SCENARIOS: Dict[str, Scenario] = {
@@ -135,7 +143,16 @@ def test_scenario_live_and_core(name, debugger, tmp_path):
     extra = []
     if debugger == "lldb23":
         extra = ["bt", SELECT_EVERY_FRAME]
-    live = tool.launch(program, [MIXED_JSON, *extra], env=scenario.env, core=core)
+    settings = []
+    if debugger == "lldb19" and scenario.registers_jit_code:
+        loader_on = tool.launch(program, [MIXED_JSON], env=scenario.env)
+        try:
+            scenario.check(loader_on.document())
+        finally:
+            loader_on.remove_perf_files()
+        settings = [JIT_LOADER_OFF]
+    live = tool.launch(program, [MIXED_JSON, *extra], env=scenario.env, core=core,
+                       settings=settings)
     try:
         document = live.document()
         scenario.check(document)
