@@ -54,6 +54,15 @@ def recursion(version, perf):
                     lambda document: check_recursion(document, 3, perf))
 
 
+def perf_on_the_jit_build(flag):
+    """3.15's JIT build, PYTHON_JIT=1 and ``-X perf``/``-X perf_jit``: CPython turns the
+    JIT off ("JIT deactivated as perf profiling support is active"; it refuses
+    sys.activate_stack_trampoline while the JIT is on), the trampolines run."""
+    return Scenario(lambda: [jit_python("3.15-jit"), "-X", flag, RECURSE],
+                    lambda document: check_recursion(document, 3, True),
+                    env={"PYTHON_JIT": "1"})
+
+
 def cpython_jit(minor, scenario):
     shim = minor in JIT_MINORS  # 3.15: one shared shim the debugger unwinds past
     return Scenario(lambda: [jit_python(minor), JIT_SCRIPT, scenario],
@@ -70,6 +79,8 @@ SCENARIOS: Dict[str, Scenario] = {
     "cpython-3.14-perf": recursion("3.14.6", perf=True),
     "cpython-3.15": recursion("3.15.0rc2", perf=False),
     "cpython-3.15-perf": recursion("3.15.0rc2", perf=True),
+    "cpython-3.15-jit-perf": perf_on_the_jit_build("perf"),
+    "cpython-3.15-jit-perf_jit": perf_on_the_jit_build("perf_jit"),
     **{f"cpython-{minor}-jit-{scenario}": cpython_jit(minor, scenario)
        for minor in (*JIT_MINORS, "3.15-jit")
        for scenario in ("kill", "branchy", "nested", "recursion")},
