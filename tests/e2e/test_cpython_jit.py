@@ -211,3 +211,54 @@ def test_jit_off_is_left_alone(gdb, minor, scenario):
     native = lambda text: [(l.split(" (")[0].split(" in ")[-1], l.rpartition(" at ")[2])  # noqa: E731
                            for l in text.splitlines() if l.startswith("#")]
     assert native(with_plugin) == native(without) != []
+
+
+# -- CPython 3.15: traces registered through GDB's JIT interface ---------------------
+
+def _native_pcs(text):
+    """The pcs of the native frames of a bt, in order."""
+    return [int(m.group(1), 16) for m in
+            re.finditer(r"^#\d+\s+(0x[0-9a-f]+) in ", text, re.M)]
+
+
+def test_315_executors_named_and_their_python_frames_under_them(gdb, tmp_path):
+    """3.15 registers each executor with GDB's JIT interface as ``py::jit:executor``
+    and GDB unwinds it by CPython's CFI.  With the plugin the trace frame is named after
+    its function, leaf and hot sit under it, info jit-regions lists the executors as
+    CPython's, and GDB's own frames are all there (same pcs as without the plugin)."""
+    lines = marks(SCRIPT)
+    python = jit_python("3.15-jit")
+    core = tmp_path / "jit.core"
+    scenario, stop = "kill", ("run",)
+    show = ("bt", "info jit-regions", "py-mixed-bt")
+    live = run_gdb(gdb, [JIT_ON, *stop, *show, f"gcore {core}"], [python, SCRIPT, scenario])
+    alone = run_gdb(gdb, [JIT_ON, *stop, "bt"], [python, SCRIPT, scenario], plugin=False)
+    from_core = run_gdb(gdb, list(show), [python], core=core)
+    leaf = lines["leaf-kill"]
+    for output in (live, from_core):
+        output, _, mixed = output.partition('"MainThread"')
+        frames = parse_backtrace(output)
+        _check_walk(frames, output)
+        assert "py::jit:executor" not in [f.function for f in frames], output
+        traces = [i for i, f in enumerate(frames) if TRACE.match(f.function)]
+        assert len(traces) == 1 and TRACE.match(frames[traces[0]].function).group(1) == "hot"
+        # CPython's CFI returns from the trace to the eval loop (past _PyJIT_Entry).
+        assert frames[traces[0] + 1].function == EVAL, output
+        everything = [(e[0], e[2]) for e, _ in python_frames_with_parents(output)]
+        assert everything == [("leaf", leaf), ("hot", lines["hot"]),
+                              ("<module>", lines["module"])], output
+        assert _python_under(output, r"\[jit\]") == everything[:2], output
+        under = [(e[0], e[2], parent) for e, parent in python_frames_with_parents(mixed, True)]
+        assert under == [("leaf", leaf, "[jit]"), ("hot", lines["hot"], "[jit]"),
+                         ("<module>", lines["module"], EVAL)], mixed
+        # info jit-regions: the executor of hot as CPython's, beside GDB's entry.
+        trace_start = re.search(r"trace (0x[0-9a-f]+)", frames[traces[0]].function)[1]
+        assert re.search(rf"^{trace_start}\s+0x[0-9a-f]+\s+0x[0-9a-f]+\s+cpython-jit\s+"
+                         rf"\[jit\] hot \({re.escape(str(SCRIPT))}:\d+\) trace {trace_start}$",
+                         output, re.M), output
+        assert re.search(rf"^{trace_start}\s+0x[0-9a-f]+\s+0x[0-9a-f]+\s+gdb-jit\s+"
+                         r"py::jit:executor$", output, re.M), output
+    # Never fewer frames than GDB alone: the same native frames, at the same pcs.
+    assert "py::jit:executor" in alone
+    assert _native_pcs(live.partition("info jit-regions")[0].partition('"MainThread"')[0]) \
+        == _native_pcs(alone)
