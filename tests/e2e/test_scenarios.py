@@ -106,6 +106,19 @@ def jit_frame_name(text: str) -> str:
     return match.group(1) if match else text
 
 
+def check_jit_frames_named(output: str, document) -> None:
+    """The document's JIT frames of the main thread, in order, each at its pc under
+    its name in LLDB's bt."""
+    frames = parse_lldb_backtrace(output)
+    jit = [(f["pc"], f["function"]) for f in document["threads"][0]["frames"]
+           if f["kind"] == "jit"]
+    pcs = {pc for pc, _ in jit}
+    listed_jit = [(int(match.group(1), 16), jit_frame_name(match.group(2)))
+                  for match in map(FRAME_PC.search, (f.line for f in frames))
+                  if match and int(match.group(1), 16) in pcs]
+    assert jit and listed_jit == jit, output
+
+
 def check_lldb_bt(output: str, document) -> None:
     """LLDB 23's bt of the main thread lists what the document lists: the JIT frames
     (named alike), each Python frame after the native frame with its pc, and the walk
@@ -117,13 +130,7 @@ def check_lldb_bt(output: str, document) -> None:
         f.function.startswith("??") for f in frames), output
     assert frames[-1].function.split(" ")[0] in (thread["frames"][-1]["function"], "_start"), \
         output
-    # The document's JIT frames, in order, each at its pc under its name.
-    jit = [(f["pc"], f["function"]) for f in thread["frames"] if f["kind"] == "jit"]
-    pcs = {pc for pc, _ in jit}
-    listed_jit = [(int(match.group(1), 16), jit_frame_name(match.group(2)))
-                  for match in map(FRAME_PC.search, (f.line for f in frames))
-                  if match and int(match.group(1), 16) in pcs]
-    assert listed_jit == jit, output
+    check_jit_frames_named(output, document)
     # [(pc of the native frame, (function, file name, line))] of every [py] frame
     listed, pc = [], None
     for frame in frames:
@@ -156,9 +163,11 @@ def test_scenario_live_and_core(name, debugger, tmp_path):
         extra = ["bt", SELECT_EVERY_FRAME]
     settings = []
     if debugger == "lldb19" and scenario.registers_jit_code:
-        loader_on = tool.launch(program, [MIXED_JSON], env=scenario.env)
+        # bt names the frames in the loader's modules through jit-unwind's frame-format.
+        loader_on = tool.launch(program, [MIXED_JSON, "bt"], env=scenario.env)
         try:
             scenario.check(loader_on.document())
+            check_jit_frames_named(loader_on.output("bt"), loader_on.document())
         finally:
             loader_on.remove_perf_files()
         settings = [JIT_LOADER_OFF]
