@@ -12,6 +12,7 @@ from .objects import read_bytes, read_struct, read_type_name, read_unicode
 __all__ = ["CodeInfo", "read_code", "CodeReader"]
 
 MAX_CODE_UNITS = 1 << 24
+MAX_TLBC_ENTRIES = 1 << 20  # copies of one code object's bytecode (one per thread index)
 
 
 @dataclass(frozen=True)
@@ -30,20 +31,23 @@ class CodeInfo:
     code_start: int
     size: int
 
-    def instruction_index(self, instr_address: int) -> int:
-        """Code units from the start of the bytecode to ``instr_address``."""
-        return (instr_address - self.code_start) // 2
+    tlbc: int = 0   # 3.14t: ``co_tlbc``, the ``_PyCodeArray *`` of bytecode copies
 
-    def contains(self, instr_address: int) -> bool:
+    def instruction_index(self, instr_address: int, start: Optional[int] = None) -> int:
+        """Code units from the start of the bytecode (``start``: a thread's own copy of
+        it, default ``code_start``) to ``instr_address``."""
+        return (instr_address - (self.code_start if start is None else start)) // 2
+
+    def contains(self, instr_address: int, start: Optional[int] = None) -> bool:
         """Whether ``instr_address`` is inside the bytecode (or one unit before it, where
         3.11/3.12 ``prev_instr`` points before the first instruction has run)."""
-        return -1 <= self.instruction_index(instr_address) < self.size
+        return -1 <= self.instruction_index(instr_address, start) < self.size
 
-    def line_of(self, instr_address: int) -> Optional[int]:
+    def line_of(self, instr_address: int, start: Optional[int] = None) -> Optional[int]:
         """Line of the instruction at ``instr_address``, as ``PyCode_Addr2Line`` does;
         None for a negative one (a corrupted ``co_firstlineno`` or line table)."""
         line = line_for_index(self.linetable, self.firstlineno,
-                              self.instruction_index(instr_address))
+                              self.instruction_index(instr_address, start))
         return line if line is None or line >= 0 else None
 
 
@@ -58,14 +62,17 @@ def read_code(memory: Memory, layout: Layout, address: int,
         if type_name != "code":
             raise ObjectError(f"object at {address:#x} is a {type_name!r}, not a code "
                               "object")
-    fields = read_struct(memory, address, {
+    wanted = {
         "size": (layout.code_size, "q"),
         "filename": (layout.code_filename, "Q"),
         "name": (layout.code_name, "Q"),
         "qualname": (layout.code_qualname, "Q"),
         "linetable": (layout.code_linetable, "Q"),
         "firstlineno": (layout.code_firstlineno, "i"),
-    })
+    }
+    if layout.code_tlbc is not None:
+        wanted["tlbc"] = (layout.code_tlbc, "Q")
+    fields = read_struct(memory, address, wanted)
     if not 0 < fields["size"] <= MAX_CODE_UNITS:
         raise ObjectError(f"code object at {address:#x} has {fields['size']} code units")
     return CodeInfo(
@@ -77,6 +84,7 @@ def read_code(memory: Memory, layout: Layout, address: int,
         linetable=read_bytes(memory, layout, fields["linetable"]),
         code_start=address + layout.code_adaptive,
         size=fields["size"],
+        tlbc=fields.get("tlbc", 0),
     )
 
 
@@ -100,6 +108,20 @@ class CodeReader:
             code = read_code(self.memory, self.layout, address, check_type=False)
             self._codes[address] = code
         return code
+
+    def bytecode_start(self, code: CodeInfo, tlbc_index: int) -> Optional[int]:
+        """Where the bytecode a frame runs starts: ``code_start``, or in 3.14t
+        ``co_tlbc->entries[tlbc_index]`` (``_PyCodeArray {Py_ssize_t size; char
+        *entries[]}``; entry 0 is ``co_code_adaptive`` itself).  None when that copy
+        cannot be read."""
+        if not tlbc_index:
+            return code.code_start
+        if not code.tlbc or tlbc_index < 0:
+            return None
+        size = self.memory.try_read_u64(code.tlbc)
+        if size is None or tlbc_index >= min(size, MAX_TLBC_ENTRIES):
+            return None
+        return self.memory.try_read_u64(code.tlbc + 8 + 8 * tlbc_index) or None
 
     def _check_type(self, address: int) -> None:
         if not address:
