@@ -105,3 +105,14 @@ def test_free_threaded_threads_live_and_core(version, debugger, tmp_path):
         elif debugger == "lldb23":
             bt = transcript.output("bt")
             check_lldb_bt(bt, selected_thread(shown, bt))
+
+
+@pytest.mark.parametrize("version", FREE_THREADED)
+def test_a_free_threaded_build_with_the_gil_turned_on_names_its_holder(version):
+    """PYTHON_GIL=1 turns the GIL on in a free-threaded build: the main thread holds it
+    (and is attached), the spinner waits for it, detached."""
+    document = driver("gdb18").launch([fixture_python(version), THREADS], [MIXED_JSON],
+                                      env={"PYTHON_GIL": "1"}).document()
+    threads = {t["python_name"]: (t["holds_gil"], t["state"]) for t in document["threads"]}
+    assert threads == {"MainThread": (True, "attached"), "sleeper": (False, "detached"),
+                       "spinner": (False, "detached"), "waiter": (False, "detached")}, document
