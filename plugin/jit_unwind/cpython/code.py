@@ -1,7 +1,7 @@
 """Code objects: names, file, first line, location table, and lines of instructions."""
 
 from dataclasses import dataclass
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 from ..target import Memory, MemoryReadError
 from .errors import ObjectError
@@ -99,6 +99,7 @@ class CodeReader:
         self.layout = layout
         self._codes: Dict[int, CodeInfo] = {}
         self._code_types: Dict[int, bool] = {}
+        self._lines: Dict[Tuple[int, int], Optional[int]] = {}
 
     def read(self, address: int) -> CodeInfo:
         """The code object at ``address``; raises ObjectError or MemoryReadError."""
@@ -108,6 +109,18 @@ class CodeReader:
             code = read_code(self.memory, self.layout, address, check_type=False)
             self._codes[address] = code
         return code
+
+    def line_at(self, code: CodeInfo, instr_address: int, start: Optional[int]
+                ) -> Optional[int]:
+        """``code.line_of`` for an instruction of the bytecode that begins at ``start``
+        (None outside it, or when ``start`` is None), cached: threads that run the same
+        code stand at the same few instructions (a recursion, a pool of workers)."""
+        if start is None or not code.contains(instr_address, start):
+            return None
+        key = (code.address, code.instruction_index(instr_address, start))
+        if key not in self._lines:
+            self._lines[key] = code.line_of(instr_address, start)
+        return self._lines[key]
 
     def bytecode_start(self, code: CodeInfo, tlbc_index: int) -> Optional[int]:
         """Where the bytecode a frame runs starts: ``code_start``, or in 3.14t

@@ -239,8 +239,7 @@ class CPythonRuntime:
             return PyFrame(record.address, "<unknown>", "<unknown>", None, is_entry, owner,
                            record.executable, record.instr_ptr, error=str(error))
         start = self.codes.bytecode_start(code, record.tlbc_index)
-        line = (code.line_of(record.instr_ptr, start)
-                if start is not None and code.contains(record.instr_ptr, start) else None)
+        line = self.codes.line_at(code, record.instr_ptr, start)
         return PyFrame(record.address, code.qualname, code.filename, line, is_entry, owner,
                        code.address, record.instr_ptr, name=code.name,
                        firstlineno=code.firstlineno)
