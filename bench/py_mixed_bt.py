@@ -2,20 +2,13 @@
 """py-mixed-bt against its peers on one core file of a 1,000-deep Python recursion.
 
 usage: python bench/py_mixed_bt.py [--gdb PATH]... [--python PATH] [--depth N] [--reps N]
-                                   [--threads N]
 
 The core: CPython (default: pyenv's 3.12.1, whose python3.12-gdb.py lies beside its
 binary) recursing ``--depth`` Python calls deep, then raising SIGTRAP; GDB's ``gcore``
-writes it.  With ``--threads N``, N threads each recurse ``--depth`` calls deep and wait
-while the main thread raises SIGTRAP (e.g. ``--threads 32 --depth 50 --python
-~/.cache/jit-unwind/cpython-3.14.6t-x86_64-linux/bin/python3.14t``, a free-threaded
-build), and every tool lists every thread.  On the core, each tool once per round, the
-rounds alternating the order:
+writes it.  On it, each tool once per round, the rounds alternating the order:
 
-* ``py-mixed-bt`` and ``py-mixed-bt --python-only`` (GDB with gdb_init.py; with
-  ``--all-threads`` when there are threads);
-* ``py-bt``: CPython's own GDB extension, python3.X-gdb.py of the same build (``thread
-  apply all py-bt`` when there are threads);
+* ``py-mixed-bt`` and ``py-mixed-bt --python-only`` (GDB with gdb_init.py);
+* ``py-bt``: CPython's own GDB extension, python3.X-gdb.py of the same build;
 * ``pystack core CORE PYTHON --native`` and ``pystack core CORE PYTHON`` (pip
   ``pystack``, run from this Python's environment; skipped when it is not installed).
 
@@ -57,21 +50,6 @@ def {FUNCTION}(n):
     return {FUNCTION}(n - 1) + 1
 {FUNCTION}(int(sys.argv[1]))
 """
-THREADS_PROGRAM = f"""
-import os, signal, sys, threading
-threads, depth = int(sys.argv[1]), int(sys.argv[2])
-ready, done = threading.Barrier(threads + 1), threading.Event()
-def {FUNCTION}(n):
-    if n == 1:
-        ready.wait()
-        done.wait()
-        return 0
-    return {FUNCTION}(n - 1) + 1
-for _ in range(threads):
-    threading.Thread(target={FUNCTION}, args=(depth,), daemon=True).start()
-ready.wait()
-os.kill(os.getpid(), signal.SIGTRAP)
-"""
 CMD_TIME = "CMD-CPU-SECONDS"
 
 
@@ -89,13 +67,12 @@ def clean_environment() -> Dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in ("PYTHONHOME", "PYTHONPATH")}
 
 
-def make_core(gdb: str, python: str, depth: int, scratch: Path, threads: int = 0) -> Path:
+def make_core(gdb: str, python: str, depth: int, scratch: Path) -> Path:
     script, core = scratch / "recursion.py", scratch / "recursion.core"
-    script.write_text(THREADS_PROGRAM if threads else PROGRAM)
-    arguments = [str(threads), str(depth)] if threads else [str(depth)]
+    script.write_text(PROGRAM)
     completed = subprocess.run(
         [gdb, *GDB_FLAGS, "-ex", "run", "-ex", f"gcore {core}", "-ex", "kill",
-         "--args", python, str(script), *arguments],
+         "--args", python, str(script), str(depth)],
         env=clean_environment(), capture_output=True, text=True, timeout=300)
     if not core.exists():
         raise RuntimeError(f"no core written:\n{completed.stdout[-2000:]}{completed.stderr[-2000:]}")
@@ -142,21 +119,19 @@ def count_frames(output: str) -> int:
     return len(re.findall(rf"\b{FUNCTION}\b", output))
 
 
-def tools(gdb: str, python: str, core: Path, threads: int = 0) -> Dict[str, List[str]]:
-    mixed = "py-mixed-bt --all-threads" if threads else "py-mixed-bt"
+def tools(gdb: str, python: str, core: Path) -> Dict[str, List[str]]:
     found = {
-        mixed: gdb_tool(gdb, ["-x", str(PLUGIN)], mixed, python, core),
-        f"{mixed} --python-only": gdb_tool(gdb, ["-x", str(PLUGIN)],
-                                           f"{mixed} --python-only", python, core),
+        "py-mixed-bt": gdb_tool(gdb, ["-x", str(PLUGIN)], "py-mixed-bt", python, core),
+        "py-mixed-bt --python-only": gdb_tool(gdb, ["-x", str(PLUGIN)],
+                                              "py-mixed-bt --python-only", python, core),
     }
     # GDB reading the interpreter's symbols and the core, running nothing: the floor
     # of every GDB row's whole-process time.
     found["GDB alone (no command)"] = gdb_tool(gdb, ["-x", str(PLUGIN)], "echo", python, core)
     helper = gdb_helper(python)
     if helper is not None:
-        found["py-bt (python-gdb.py)"] = gdb_tool(
-            gdb, ["-ex", f"source {helper}"],
-            "thread apply all py-bt" if threads else "py-bt", python, core)
+        found["py-bt (python-gdb.py)"] = gdb_tool(gdb, ["-ex", f"source {helper}"], "py-bt",
+                                                  python, core)
     pystack = shutil.which("pystack", path=str(Path(sys.executable).parent)) \
         or shutil.which("pystack")
     if pystack:
@@ -165,10 +140,8 @@ def tools(gdb: str, python: str, core: Path, threads: int = 0) -> Dict[str, List
     return found
 
 
-def measure(gdb: str, python: str, core: Path, depth: int, reps: int,
-            threads: int = 0) -> Dict[str, Dict]:
-    argvs = tools(gdb, python, core, threads)
-    depth *= max(threads, 1)  # the frames of FUNCTION in every output
+def measure(gdb: str, python: str, core: Path, depth: int, reps: int) -> Dict[str, Dict]:
+    argvs = tools(gdb, python, core)
     samples: Dict[str, Dict[str, List[float]]] = {
         name: {"wall": [], "cpu": [], "command": []} for name in argvs}
     names = list(argvs)
@@ -200,9 +173,7 @@ def verdicts(results: Dict[str, Dict]) -> Dict[str, Tuple[str, str]]:
     """Per rival: are we faster (CPU) in the whole process, and with our command alone
     (GDB's reading of the core and its symbols left out; a rival GDB command is
     compared command to command, pystack as a whole)?"""
-    mine = [name for name in results if name.startswith("py-mixed-bt")]
-    mixed = next((results[n] for n in mine if not n.endswith("--python-only")), None)
-    only = next((results[n] for n in mine if n.endswith("--python-only")), None)
+    mixed, only = results.get("py-mixed-bt"), results.get("py-mixed-bt --python-only")
     notes = {}
     rivals = [("py-bt (python-gdb.py)", mixed), ("pystack core --native", mixed),
               ("pystack core", only)]
@@ -224,8 +195,6 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="the CPython to record (default: pyenv's 3.12.1)")
     parser.add_argument("--depth", type=positive_int, default=1000)
     parser.add_argument("--reps", type=positive_int, default=5)
-    parser.add_argument("--threads", type=int, default=0,
-                        help="threads recursing --depth deep (default 0: the main thread)")
     args = parser.parse_args(argv)
     compile_plugin()
     if not args.python:
@@ -233,17 +202,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     gdbs = args.gdb or default_gdbs()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="py-mixed-bt-bench-") as scratch:
-        core = make_core(gdbs[0], args.python, args.depth, Path(scratch), args.threads)
+        core = make_core(gdbs[0], args.python, args.depth, Path(scratch))
         for gdb in gdbs:
             version = gdb_version(gdb)
             print(f"measuring {version} ({gdb}) ...", file=sys.stderr, flush=True)
-            results = measure(gdb, args.python, core, args.depth, args.reps, args.threads)
+            results = measure(gdb, args.python, core, args.depth, args.reps)
             notes = verdicts(results)
             rows = [[version, name, ms(r["wall"]), ms(r["cpu"]), ms(r["command"]),
                      *notes.get(name, ("", ""))] for name, r in results.items()]
-            shape = (f"{args.threads} threads x {args.depth} calls" if args.threads
-                     else f"{args.depth} calls deep")
-            print(f"\n{version}, core of {args.python} {shape}: medians of "
+            print(f"\n{version}, core of {args.python} {args.depth} calls deep: medians of "
                   f"{args.reps} rounds\n")
             print(markdown_table(["gdb", "tool", "whole wall ms", "whole CPU ms",
                                   "command CPU ms", "we are faster: whole",
