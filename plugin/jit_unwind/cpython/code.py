@@ -100,6 +100,7 @@ class CodeReader:
         self._codes: Dict[int, CodeInfo] = {}
         self._code_types: Dict[int, bool] = {}
         self._lines: Dict[Tuple[int, int], Optional[int]] = {}
+        self._copies: Dict[Tuple[int, int], Optional[int]] = {}
 
     def read(self, address: int) -> CodeInfo:
         """The code object at ``address``; raises ObjectError or MemoryReadError."""
@@ -131,10 +132,13 @@ class CodeReader:
             return code.code_start
         if not code.tlbc or tlbc_index < 0:
             return None
-        size = self.memory.try_read_u64(code.tlbc)
-        if size is None or tlbc_index >= min(size, MAX_TLBC_ENTRIES):
-            return None
-        return self.memory.try_read_u64(code.tlbc + 8 + 8 * tlbc_index) or None
+        key = (code.address, tlbc_index)
+        if key not in self._copies:  # a thread's frames share its copies: read once
+            size = self.memory.try_read_u64(code.tlbc)
+            self._copies[key] = None if size is None or tlbc_index >= min(
+                size, MAX_TLBC_ENTRIES) else (
+                    self.memory.try_read_u64(code.tlbc + 8 + 8 * tlbc_index) or None)
+        return self._copies[key]
 
     def _check_type(self, address: int) -> None:
         if not address:
