@@ -131,15 +131,18 @@ def test_non_main_thread(version):
 @pytest.mark.parametrize("version", FREE_THREADED)
 def test_free_threaded_threads_say_attached_or_detached(version):
     """3.13t/3.14t: no GIL holder; the worker (stopping the process from Python) is
-    attached, the main thread (waiting in join) detached; 3.14t's worker runs its own
-    copy of the bytecode, and its lines are still right."""
+    attached; 3.14t's worker runs its own copy of the bytecode, and its lines are still
+    right."""
     with stopped_python(fixture_python(version), ["3", "--thread"]) as process:
         runtime = find_runtime(process.memory, process.lookup())
         assert runtime.layout.free_threaded
         threads = {t.native_thread_id: t for t in runtime.threads()}
         worker, main = threads[process.facts["native_id"]], threads[process.pid]
         assert (worker.holds_gil, main.holds_gil) == (None, None)
-        assert (worker.state, main.state) == ("attached", "detached")
+        # The worker stops the process once the main thread's Python frame is join's:
+        # in a free-threaded build that thread may still run join's bytecode (attached)
+        # or already wait for the lock (detached).
+        assert worker.state == "attached" and main.state in ("attached", "detached")
         marks = process.marks
         mine = [f for f in worker.frames if f.filename == SCRIPT]
         assert summary(mine) == script_frames(marks, 3, "stop-thread") + [
