@@ -1,0 +1,90 @@
+"""CPython's own GDB commands (python-gdb.py: py-bt, py-up, py-down, py-list, py-locals)
+with jit-unwind loaded beside them, on a JIT stack: live and on its core, GDB 13 and 18,
+CPython 3.13 and 3.14.  They must show at least what they show without the plugin.
+
+The case that broke: the JIT trace pushes frames of its own (leaf() inlined into hot()'s
+trace), while the eval loop under it still holds the frame it entered the trace with.
+Without the plugin GDB cannot walk through JIT code and py-bt reads the thread state;
+with the plugin's walk py-bt found that eval loop and lost leaf()."""
+
+import re
+
+import pytest
+
+from tests.jit_python import JIT_MINORS, jit_python
+from tests.python_expect import SCRIPTS, marks
+from tests.support import run_gdb
+
+SCRIPT = SCRIPTS / "jit_scenarios.py"
+COMMANDS = ("py-bt", "py-up", "py-list", "py-locals", "py-up", "py-down")
+# One output per command, told apart by a line echoed between them.
+SEPARATOR = "=====command"
+PY_FRAME = re.compile(r'^\s*File "(.+)", line (\d+), in (\S+)$', re.MULTILINE)
+
+
+@pytest.fixture(params=JIT_MINORS)
+def minor(request):
+    return request.param
+
+
+def _libpython(minor):
+    path = jit_python(minor).parent / f"python{minor}-gdb.py"
+    assert path.exists(), f"{path} is missing from the interpreter's archive"
+    return path
+
+
+def _shown(output):
+    """[(command, its output)], in the order of COMMANDS."""
+    parts = output.split(SEPARATOR)[1:-1]  # the last one closes the last output
+    assert len(parts) == len(COMMANDS), output
+    return list(zip(COMMANDS, (part.strip() for part in parts)))
+
+
+def _commands():
+    shown = []
+    for command in COMMANDS:
+        shown += [f"echo {SEPARATOR}\\n", command]
+    return [*shown, f"echo {SEPARATOR}\\n"]
+
+
+def _runs(gdb, tmp_path, minor, plugin):
+    """The commands' outputs live and on the core: [(command, text)] each."""
+    python, core = jit_python(minor), tmp_path / f"plugin{int(plugin)}.core"
+    early = [f"source {_libpython(minor)}", "set print frame-arguments none"]
+    live = run_gdb(gdb, ["set environment PYTHON_JIT=1", "run", *_commands(),
+                         "frame 0", f"gcore {core}"],
+                   [python, SCRIPT, "kill"], plugin=plugin, early=early,
+                   others_may_fail=True)  # py-bt's own "Traceback" header
+    assert core.exists(), live
+    from_core = run_gdb(gdb, _commands(), [python], core=core, plugin=plugin, early=early,
+                        others_may_fail=True)
+    if plugin:
+        for output in (live, from_core):
+            assert "Python Exception" not in output, output
+    return _shown(live.partition("SIGTRAP")[2]), _shown(from_core)
+
+
+def _facts(text):
+    """What a command's output tells: the Python frames it lists, the source lines and
+    locals it shows (lines, without the ones naming an error)."""
+    return {line.strip() for line in text.splitlines()
+            if line.strip() and "unable" not in line.lower()
+            and "Python Exception" not in line and "Error occurred" not in line}
+
+
+def test_python_gdb_commands_show_at_least_what_they_show_alone(gdb, tmp_path, minor):
+    without = _runs(gdb, tmp_path, minor, plugin=False)
+    with_plugin = _runs(gdb, tmp_path, minor, plugin=True)
+    for alone, beside in zip(without, with_plugin):
+        for (command, text_alone), (_, text_beside) in zip(alone, beside):
+            missing = _facts(text_alone) - _facts(text_beside)
+            assert not missing, (command, text_alone, text_beside)
+    if minor == "3.13":
+        return  # 3.13's py-bt reads only the eval loop's frame, optimized out there
+    lines = marks(SCRIPT)
+    expected = [(str(SCRIPT), str(lines["leaf-kill"]), "leaf"),
+                (str(SCRIPT), str(lines["hot"]), "hot"),
+                (str(SCRIPT), str(lines["module"]), "<module>")]
+    for shown in with_plugin:  # live, then core
+        py_bt = dict(shown)["py-bt"]
+        assert PY_FRAME.findall(py_bt) == expected, py_bt
