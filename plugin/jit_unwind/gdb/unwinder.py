@@ -56,9 +56,14 @@ def _sp(pending_frame) -> int:
 
 def _without_stale_frames(result):
     """A shim's result without the eval loop's stale copy of its interpreter frame."""
-    from ..unwind.trace_entry import without_stale_frames
+    from ..unwind.trace_entry import stale_frame_addresses, without_stale_frames
     from .python_frames import python_thread
-    return without_stale_frames(result, python_thread())
+    thread = python_thread()
+    if thread is None:
+        return result
+    stale = STATE.per_stop(("stale-frames", thread.address),
+                           lambda: stale_frame_addresses(thread))
+    return without_stale_frames(result, stale)
 
 
 class _FrameId:

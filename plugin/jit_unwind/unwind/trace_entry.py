@@ -12,7 +12,7 @@ the reader falls back to the thread state's current frame, where the walk is com
 """
 
 from dataclasses import replace
-from typing import FrozenSet, Optional
+from typing import FrozenSet
 
 from ..cpython.model import PyThread
 from ..model import Unwound
@@ -27,12 +27,11 @@ def stale_frame_addresses(thread: PyThread) -> FrozenSet[int]:
                      for frame in group[1:])
 
 
-def without_stale_frames(unwound: Unwound, thread: Optional[PyThread]) -> Unwound:
-    """``unwound`` (a shim's caller: the eval loop) without the registers that hold a
-    stale interpreter frame of ``thread``; unchanged when ``thread`` is unknown."""
-    if thread is None or unwound.ends_walk or not unwound.saved:
+def without_stale_frames(unwound: Unwound, stale: FrozenSet[int]) -> Unwound:
+    """``unwound`` (a shim's caller: the eval loop) without the registers that hold one
+    of the ``stale`` interpreter frames (:func:`stale_frame_addresses`)."""
+    if unwound.ends_walk or not unwound.saved or not stale:
         return unwound
-    stale = stale_frame_addresses(thread)
     kept = {name: value for name, value in unwound.saved.items() if value not in stale}
     if len(kept) == len(unwound.saved):
         return unwound
