@@ -58,11 +58,15 @@ def _without_stale_frames(result):
     """A shim's result without the eval loop's stale copy of its interpreter frame."""
     from ..unwind.trace_entry import stale_frame_addresses, without_stale_frames
     from .python_frames import python_thread
-    thread = python_thread()
-    if thread is None:
+    try:
+        thread = python_thread()
+        if thread is None:
+            return result
+        stale = STATE.per_stop(("stale-frames", thread.address),
+                               lambda: stale_frame_addresses(thread))
+    except Exception as error:  # the shim's own unwind stands without this refinement
+        debug_log(f"stale frames not known: {error!r}")
         return result
-    stale = STATE.per_stop(("stale-frames", thread.address),
-                           lambda: stale_frame_addresses(thread))
     return without_stale_frames(result, stale)
 
 
