@@ -13,6 +13,8 @@ SOURCE=$CACHE/src/python${MINOR}_$VERSION.orig.tar.xz
 TESTS=$ROOT/build/cpython-test-$VERSION
 LOGS=$ROOT/build/cpython-gdb
 REAL_GDB=$(command -v "${1:-gdb}") || { echo "no GDB ${1:-gdb}" >&2; exit 2; }
+# Absolute (the tests run from another directory), the link itself kept (a venv's gdb).
+REAL_GDB=$(cd "$(dirname "$REAL_GDB")" && pwd)/$(basename "$REAL_GDB")
 [[ -x $PYTHON ]] || { echo "$PYTHON is missing: run make fixtures" >&2; exit 2; }
 if [[ ! -d $TESTS/Lib/test/test_gdb ]]; then
     # The interpreter archives leave Lib/test out: it comes from the same source package.

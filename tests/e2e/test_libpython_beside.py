@@ -47,14 +47,14 @@ def _commands():
     return [*shown, f"echo {SEPARATOR}\\n"]
 
 
-def _runs(gdb, tmp_path, minor, plugin):
+def _runs(gdb, tmp_path, minor, plugin, scenario):
     """The commands' outputs live and on the core ([(command, text)] each), and the
     Python errors of both runs."""
     python, core = jit_python(minor), tmp_path / f"plugin{int(plugin)}.core"
     early = [f"source {_libpython(minor)}", "set print frame-arguments none"]
     live = run_gdb(gdb, ["set environment PYTHON_JIT=1", "run", *_commands(),
                          "frame 0", f"gcore {core}"],
-                   [python, SCRIPT, "kill"], plugin=plugin, early=early,
+                   [python, SCRIPT, scenario], plugin=plugin, early=early,
                    others_may_fail=True)  # py-bt's own "Traceback" header
     assert core.exists(), live
     from_core = run_gdb(gdb, _commands(), [python], core=core, plugin=plugin, early=early,
@@ -77,9 +77,20 @@ def _facts(text):
             and "Python Exception" not in line and "Error occurred" not in line}
 
 
-def test_python_gdb_commands_show_at_least_what_they_show_alone(gdb, tmp_path, minor):
-    without, errors_alone = _runs(gdb, tmp_path, minor, plugin=False)
-    with_plugin, errors_beside = _runs(gdb, tmp_path, minor, plugin=True)
+# scenario -> the Python frames 3.14's py-bt lists, by MARK; the one py-list shows.
+EXPECTED = {
+    # leaf() inlined into hot()'s trace: the trace pushed a frame of its own.
+    "kill": (("leaf-kill", "leaf"), ("hot", "hot"), ("module", "<module>")),
+    # The trace runs branchy() alone: the eval loop's frame is the running one.
+    "branchy": (("branchy", "branchy"), ("module", "<module>")),
+}
+
+
+@pytest.mark.parametrize("scenario", sorted(EXPECTED))
+def test_python_gdb_commands_show_at_least_what_they_show_alone(gdb, tmp_path, minor,
+                                                                 scenario):
+    without, errors_alone = _runs(gdb, tmp_path, minor, False, scenario)
+    with_plugin, errors_beside = _runs(gdb, tmp_path, minor, True, scenario)
     # No error of ours, nor one of python-gdb.py's that it does not have alone.
     assert errors_beside <= errors_alone, errors_beside
     for alone, beside in zip(without, with_plugin):
@@ -90,9 +101,9 @@ def test_python_gdb_commands_show_at_least_what_they_show_alone(gdb, tmp_path, m
     if minor != "3.14":
         return  # 3.13's py-bt reads only the eval loop's frame, optimized out there
     lines = marks(SCRIPT)
-    expected = [(str(SCRIPT), str(lines["leaf-kill"]), "leaf"),
-                (str(SCRIPT), str(lines["hot"]), "hot"),
-                (str(SCRIPT), str(lines["module"]), "<module>")]
+    expected = [(str(SCRIPT), str(lines[mark]), name) for mark, name in EXPECTED[scenario]]
     for shown in with_plugin:  # live, then core
-        py_bt = dict(shown)["py-bt"]
-        assert PY_FRAME.findall(py_bt) == expected, py_bt
+        output = dict(shown)
+        assert PY_FRAME.findall(output["py-bt"]) == expected, output["py-bt"]
+        if scenario == "branchy":  # the eval loop's frame is kept: py-list reads it
+            assert re.search(rf"^ >{lines['branchy']}\s", output["py-list"], re.M), output
