@@ -18,8 +18,9 @@ REAL_GDB=$(cd "$(dirname "$REAL_GDB")" && pwd)/$(basename "$REAL_GDB")
 [[ -x $PYTHON ]] || { echo "$PYTHON is missing: run make fixtures" >&2; exit 2; }
 if [[ ! -d $TESTS/Lib/test/test_gdb ]]; then
     # The interpreter archives leave Lib/test out: it comes from the same source package.
-    [[ -f $SOURCE ]] || { echo "$SOURCE is missing (Debian's python$MINOR source" \
-        "package, orig tarball; tests/fixtures/build_cpython.sh fetches it)" >&2; exit 2; }
+    [[ -f $SOURCE ]] || { echo "$SOURCE is missing: the orig tarball of Debian's" \
+        "python$MINOR $VERSION source package (apt-get source --download-only, with the" \
+        "deb-src list tests/fixtures/build_cpython.sh writes into $CACHE/apt)" >&2; exit 2; }
     mkdir -p "$TESTS"
     tar -xJf "$SOURCE" -C "$TESTS" --strip-components=1 "Python-$VERSION/Lib/test/__init__.py" \
         "Python-$VERSION/Lib/test/support" "Python-$VERSION/Lib/test/test_gdb" || exit 2
