@@ -9,7 +9,6 @@ CACHE=${JIT_UNWIND_CACHE:-$HOME/.cache/jit-unwind}
 VERSION=3.14.6
 MINOR=3.14
 PYTHON=$CACHE/cpython-$VERSION-jit-x86_64-linux/bin/python$MINOR
-SOURCE=$CACHE/src/python${MINOR}_$VERSION.orig.tar.xz
 TESTS=$ROOT/build/cpython-test-$VERSION
 LOGS=$ROOT/build/cpython-gdb
 REAL_GDB=$(command -v "${1:-gdb}") || { echo "no GDB ${1:-gdb}" >&2; exit 2; }
@@ -17,10 +16,8 @@ REAL_GDB=$(command -v "${1:-gdb}") || { echo "no GDB ${1:-gdb}" >&2; exit 2; }
 REAL_GDB=$(cd "$(dirname "$REAL_GDB")" && pwd)/$(basename "$REAL_GDB")
 [[ -x $PYTHON ]] || { echo "$PYTHON is missing: run make fixtures" >&2; exit 2; }
 if [[ ! -d $TESTS/Lib/test/test_gdb ]]; then
-    # The interpreter archives leave Lib/test out: it comes from the same source package.
-    [[ -f $SOURCE ]] || { echo "$SOURCE is missing: the orig tarball of Debian's" \
-        "python$MINOR $VERSION source package (apt-get source --download-only, with the" \
-        "deb-src list tests/fixtures/build_cpython.sh writes into $CACHE/apt)" >&2; exit 2; }
+    # The interpreter archives leave Lib/test out: it comes from the same source.
+    SOURCE=$("$ROOT/tests/fixtures/cpython_source.sh" "$MINOR" "$VERSION") || exit 2
     mkdir -p "$TESTS"
     tar -xJf "$SOURCE" -C "$TESTS" --strip-components=1 "Python-$VERSION/Lib/test/__init__.py" \
         "Python-$VERSION/Lib/test/support" "Python-$VERSION/Lib/test/test_gdb" || exit 2
