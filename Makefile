@@ -10,7 +10,7 @@ APT_PACKAGES := gdb gcc make python3 python3-venv python3-pyelftools python3-tab
 FIXTURE_CFLAGS := -O0 -g -fno-omit-frame-pointer -Wall -Wextra
 PYTEST_ARGS ?=
 
-.PHONY: demo test fuzz apt-deps venv fixtures cpython-fixtures clean
+.PHONY: demo test test-cpython-gdb fuzz apt-deps venv fixtures cpython-fixtures clean
 
 demo: apt-deps $(BUILD)/toyjit
 	@echo "== toy JIT: C -> JIT (frame pointer) -> C -> JIT (frameless, via trampoline) -> C, stopped by SIGTRAP"
@@ -20,6 +20,14 @@ demo: apt-deps $(BUILD)/toyjit
 
 test: apt-deps venv fixtures
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS) tests
+
+# CPython 3.14.6's own Lib/test/test_gdb (from its source package) without and with
+# jit-unwind loaded into every GDB it starts, the JIT off and on, under each GDB below
+# (tests/cpython_gdb/run.sh; logs in build/cpython-gdb/).  About 5 minutes per GDB.
+CPYTHON_GDB_DEBUGGERS ?= /usr/bin/gdb $(VENV)/bin/gdb
+test-cpython-gdb: apt-deps venv fixtures
+	status=0; for gdb in $(CPYTHON_GDB_DEBUGGERS); do \
+	    tests/cpython_gdb/run.sh $$gdb || status=1; done; exit $$status
 
 # The core-level fuzz run (docs/robustness.md): FUZZ_SEED, FUZZ_COUNT, FUZZ_SUBJECTS
 # (comma-separated, see tests/fuzz/cores.py), FUZZ_CORES (keep the recorded cores there),

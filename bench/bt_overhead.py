@@ -241,7 +241,7 @@ def run_session(gdb: str, scenario: Scenario, plugin: bool, commands: List[str],
                 "--args", str(build_fixture(scenario.program)), *scenario.args]
         completed = None
         try:
-            completed = subprocess.run(argv, env=env, capture_output=True, text=True,
+            completed = subprocess.run(argv, env=env, capture_output=True, text=True, errors="replace",
                                        timeout=SESSION_TIMEOUT)
             results = json.loads(output.read_text()) if output.exists() else {}
         finally:
@@ -351,7 +351,7 @@ def whole_run(gdb: str, scenario: Scenario, plugin: bool):
             "--args", str(build_fixture(scenario.program)), *scenario.args]
     before = os.times()
     start = time.perf_counter()
-    completed = subprocess.run(argv, env=gdb_environment(), capture_output=True, text=True,
+    completed = subprocess.run(argv, env=gdb_environment(), capture_output=True, text=True, errors="replace",
                                timeout=SESSION_TIMEOUT)
     wall = time.perf_counter() - start
     after = os.times()
@@ -414,7 +414,7 @@ def measure_jit(gdb: str, scenario: Scenario, reps: int, native: NativeResult) -
 # --- report -----------------------------------------------------------------------------
 
 def gdb_version(gdb: str) -> str:
-    first = subprocess.run([gdb, "--version"], capture_output=True, text=True,
+    first = subprocess.run([gdb, "--version"], capture_output=True, text=True, errors="replace",
                            env=gdb_environment()).stdout.splitlines()[0]
     match = re.search(r"(\d+\.\d+)\S*$", first)
     return f"GDB {match.group(1) if match else first}"

@@ -55,7 +55,7 @@ def measure(program, rounds):
         script = Path(directory) / "commands.lldb"
         script.write_text("\n".join(commands) + "\n")
         output = subprocess.run([str(LLDB19), "--no-lldbinit", "-s", str(script)],
-                                capture_output=True, text=True, timeout=600,
+                                capture_output=True, text=True, errors="replace", timeout=600,
                                 stdin=subprocess.DEVNULL).stdout
     for pid in re.findall(r"inferior-pid (\d+)", output):
         Path(f"/tmp/perf-{pid}.map").unlink(missing_ok=True)

@@ -60,7 +60,7 @@ def session(program: List[str], commands: List[str], plugin: bool,
     for name in ("PYTHONHOME", "PYTHONPATH"):
         env.pop(name, None)
     completed = subprocess.run([str(VENV_PYTHON), str(HERE / "lldb_session.py"), json.dumps(spec)],
-                               capture_output=True, text=True, timeout=600, env=env,
+                               capture_output=True, text=True, errors="replace", timeout=600, env=env,
                                stdin=subprocess.DEVNULL)
     lines = [line for line in completed.stdout.splitlines() if line.startswith("{")]
     if completed.returncode != 0 or not lines:

@@ -100,7 +100,7 @@ def lldb19(binary: Path, functions: int, core: Path, on_core: bool, save: bool) 
         script.flush()
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONHOME", "PYTHONPATH")}
         result = subprocess.run([str(LLDB19), "--no-lldbinit", "-s", script.name],
-                                capture_output=True, text=True, timeout=600, env=env,
+                                capture_output=True, text=True, errors="replace", timeout=600, env=env,
                                 stdin=subprocess.DEVNULL)
     output = result.stdout + result.stderr
     times = {label: (float(cpu), float(wall)) for label, cpu, wall in

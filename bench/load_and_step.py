@@ -94,7 +94,7 @@ def run_gdb(gdb: str, config: Dict, plugin: bool, program: List[str]) -> Dict:
         env[CONFIG_ENV] = json.dumps({**config, "output": str(output)})
         argv = [gdb, *GDB_FLAGS, *(["-x", str(PLUGIN)] if plugin else []),
                 "-x", str(Path(__file__).resolve()), "--args", *program]
-        completed = subprocess.run(argv, env=env, capture_output=True, text=True,
+        completed = subprocess.run(argv, env=env, capture_output=True, text=True, errors="replace",
                                    timeout=600)
         results = json.loads(output.read_text()) if output.exists() else {}
     if "error" in results or not results:
@@ -113,7 +113,7 @@ LOAD_PROBE = ["-ex", "python import time; _t = (time.perf_counter(), time.proces
 
 def load_once(gdb: str) -> Dict[str, float]:
     completed = subprocess.run([gdb, *GDB_FLAGS, *LOAD_PROBE], env=gdb_environment(),
-                               capture_output=True, text=True, timeout=120)
+                               capture_output=True, text=True, errors="replace", timeout=120)
     lines = [line.split() for line in completed.stdout.splitlines()
              if line.startswith("LOADED ")]
     if not lines or completed.stderr.strip():

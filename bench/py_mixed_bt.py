@@ -55,7 +55,7 @@ CMD_TIME = "CMD-CPU-SECONDS"
 
 def default_python() -> Optional[str]:
     try:
-        root = subprocess.run(["pyenv", "root"], capture_output=True, text=True).stdout.strip()
+        root = subprocess.run(["pyenv", "root"], capture_output=True, text=True, errors="replace").stdout.strip()
     except OSError:
         root = str(Path.home() / ".pyenv")
     path = Path(root) / "versions" / "3.12.1" / "bin" / "python3.12"
@@ -73,7 +73,7 @@ def make_core(gdb: str, python: str, depth: int, scratch: Path) -> Path:
     completed = subprocess.run(
         [gdb, *GDB_FLAGS, "-ex", "run", "-ex", f"gcore {core}", "-ex", "kill",
          "--args", python, str(script), str(depth)],
-        env=clean_environment(), capture_output=True, text=True, timeout=300)
+        env=clean_environment(), capture_output=True, text=True, errors="replace", timeout=300)
     if not core.exists():
         raise RuntimeError(f"no core written:\n{completed.stdout[-2000:]}{completed.stderr[-2000:]}")
     return core
@@ -93,7 +93,7 @@ def timed(argv: List[str]) -> Tuple[float, float, str]:
     """Wall and CPU seconds (the process and its children) and its stdout."""
     before = os.times()
     start = time.perf_counter()
-    completed = subprocess.run(argv, env=clean_environment(), capture_output=True, text=True,
+    completed = subprocess.run(argv, env=clean_environment(), capture_output=True, text=True, errors="replace",
                                timeout=600)
     wall = time.perf_counter() - start
     after = os.times()

@@ -67,7 +67,7 @@ def _session(gdb: str, binary: Path, functions: int, core: str = "",
     argv = [gdb, "-nx", "-q", "-batch", "-iex", "set debuginfod enabled off",
             "-x", str(PLUGIN), "-x", str(IN_GDB)]
     argv += [str(binary)] if core else ["--args", str(binary), str(functions), "--perf-map"]
-    result = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600,
+    result = subprocess.run(argv, capture_output=True, text=True, errors="replace", env=env, timeout=600,
                             stdin=subprocess.DEVNULL)
     output = result.stdout + result.stderr
     for line in output.splitlines():

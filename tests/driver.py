@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from tests.lldb_driver import LLDB_INIT, WAIT_FOR_PROVIDER, run_lldb
-from tests.support import GDB_BINARIES, PRINT_PID, run_gdb
+from tests.support import GDB_BINARIES, PRINT_PID, assert_no_python_failure, run_gdb
 
 MIXED_JSON = "py-mixed-bt --json --all-threads"
 LLDB19 = Path("/usr/bin/lldb-19")
@@ -173,12 +173,13 @@ class Lldb19Driver(Driver):
             env.pop(name, None)
         try:
             result = subprocess.run([str(self.binary), "--no-lldbinit", "-s", str(script)],
-                                    capture_output=True, text=True, timeout=LLDB19_TIMEOUT,
+                                    capture_output=True, text=True, errors="replace", timeout=LLDB19_TIMEOUT,
                                     stdin=subprocess.DEVNULL, env=env)
         finally:
             script.unlink(missing_ok=True)
         whole = result.stdout + result.stderr
-        assert "Traceback" not in whole and "error: module importing failed" not in whole, whole
+        assert_no_python_failure(whole)
+        assert "error: module importing failed" not in whole, whole
         pid = re.search(r"Process (\d+) (?:launched|stopped)", whole)
         return Transcript(self.name, list(commands), _split(whole, commands, "(lldb) "),
                           whole, int(pid.group(1)) if pid else None)

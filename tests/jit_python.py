@@ -6,6 +6,8 @@ The JIT builds have the JIT built but off: ``PYTHON_JIT=1`` turns it on.
 """
 
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 CACHE = Path(os.environ.get("JIT_UNWIND_CACHE", Path.home() / ".cache" / "jit-unwind"))
@@ -48,3 +50,19 @@ def jit_python(minor: str = "3.13") -> Path:
     """An interpreter with the JIT built in (off unless PYTHON_JIT=1)."""
     assert INTERPRETERS[minor][1], f"CPython {minor} has no JIT build here"
     return fixture_python(minor)
+
+
+def stripped_copy(name: str, directory: Path) -> Path:
+    """A copy of interpreter ``name``'s whole prefix in ``directory`` whose executable
+    and libpython keep their dynamic symbols only (``strip --strip-unneeded``, as a
+    distribution ships them: no DWARF, no static functions' names); its binary's path.
+    The copy keeps the files' names, by which the plugin knows CPython's."""
+    binary = fixture_python(name)
+    prefix = directory / binary.parent.parent.name
+    shutil.copytree(binary.parent.parent, prefix, symlinks=True)
+    libraries = [path for path in (prefix / "lib").glob("libpython*.so*")
+                 if not path.is_symlink()]
+    copy = prefix / "bin" / binary.name
+    subprocess.run(["strip", "--strip-unneeded", str(copy), *map(str, libraries)],
+                   check=True)
+    return copy

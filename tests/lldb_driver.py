@@ -46,7 +46,7 @@ def run_lldb(commands: Sequence[str], program: Sequence[str] = (),
     for name in ("PYTHONHOME", "PYTHONPATH"):
         env.pop(name, None)
     with subprocess.Popen([str(VENV_PYTHON), __file__, json.dumps(spec)],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
                           stdin=subprocess.DEVNULL, env=env) as lldb_process:
         try:
             output, errors = lldb_process.communicate(timeout=LLDB_TIMEOUT)
@@ -60,7 +60,8 @@ def run_lldb(commands: Sequence[str], program: Sequence[str] = (),
     output += errors
     assert lldb_process.returncode == 0, \
         f"LLDB's process died ({lldb_process.returncode}):\n{output}"
-    assert "Traceback" not in output, output
+    from tests.support import assert_no_python_failure  # the parent's side only
+    assert_no_python_failure(output)
     return output
 
 
@@ -68,7 +69,7 @@ def _native_stacks(pid: int) -> str:
     """Every thread's stack of a hung LLDB (GDB attached for a moment), for the report."""
     try:
         return subprocess.run(["gdb", "-nx", "-batch", "-p", str(pid), "-ex",
-                               "thread apply all bt 40"], capture_output=True, text=True,
+                               "thread apply all bt 40"], capture_output=True, text=True, errors="replace",
                               timeout=120).stdout
     except (OSError, subprocess.SubprocessError) as error:
         return f"(no stacks: {error})"
@@ -119,6 +120,20 @@ def frames_to_main(output: str) -> List[LldbFrame]:
     return frames[:end]
 
 
+def _text_of(lldb, result) -> str:
+    """A command's output and errors; bytes that are not UTF-8 (a corrupted core's file
+    names) replaced, where GetOutput() would raise."""
+    try:
+        return result.GetOutput() + result.GetError()
+    except UnicodeDecodeError:
+        import tempfile
+        with tempfile.TemporaryFile("w+b") as raw:
+            result.PutOutput(lldb.SBFile(raw.fileno(), "w", False))
+            result.PutError(lldb.SBFile(raw.fileno(), "w", False))
+            raw.seek(0)
+            return raw.read().decode("utf-8", "replace")
+
+
 def _main(spec) -> None:
     import time
 
@@ -154,7 +169,7 @@ def _main(spec) -> None:
             return
         result = lldb.SBCommandReturnObject()
         interpreter.HandleCommand(command, result)
-        print(result.GetOutput() + result.GetError(), flush=True)
+        print(_text_of(lldb, result), flush=True)
 
     if spec["plugin"]:
         run(f"command script import {LLDB_INIT}")
@@ -174,4 +189,6 @@ def _main(spec) -> None:
 
 
 if __name__ == "__main__":
+    # LLDB's output may hold any bytes (file names from a corrupted core): never fail on them.
+    sys.stdout.reconfigure(errors="replace")
     _main(json.loads(sys.argv[1]))

@@ -19,6 +19,8 @@ def thread_heading(thread: MixedThread) -> str:
         parts.append("[no Python]")
     elif thread.python.holds_gil:
         parts.append("[holds the GIL]")
+    if thread.python is not None and thread.python.state:
+        parts.append(f"[{thread.python.state}]")
     return " ".join(parts) + ":"
 
 
@@ -90,6 +92,7 @@ def to_json(threads: List[MixedThread], python_version: Optional[str],
                 "python_name": thread.python_name,
                 "python_thread_id": python.thread_id if python else None,
                 "holds_gil": python.holds_gil if python else None,
+                "state": python.state if python else None,
                 "python": [_python_json(f) for f in python.frames] if python else []}
         if not python_only:
             item["frames"] = [_native_json(f) for f in thread.frames]

@@ -20,6 +20,7 @@ import pytest
 from tests.e2e.test_corrupted_cores import (SCHEMA, SUBJECTS, scramble_jit_code, scribble,
                                             subjects, truncate)
 from tests.lldb_driver import WAIT_FOR_PROVIDER, LldbFrame, parse_lldb_backtrace, run_lldb
+from tests.support import assert_no_python_failure
 
 __all__ = ["subjects"]  # the module's fixture, shared
 
@@ -73,7 +74,7 @@ def check_lldb_core(program, core, python: bool) -> str:
     if python:
         commands += ["py-mixed-bt", "py-mixed-bt --json", "script print('@@end')"]
     output = run_lldb(commands, [program], core=core)
-    assert "Traceback" not in output and "Python Exception" not in output, output
+    assert_no_python_failure(output)
     ours = parse_lldb_backtrace(_between(output, "bt", "jit-unwind symbol-file off"))
     # The baseline is LLDB's own unwind, `bt --provider 0` in the same session once our
     # module is removed, so that it gives LLDB's unwinder no rules for JIT code (checked;

@@ -14,7 +14,8 @@ import pytest
 from tests.jit_python import jit_python
 from tests.lldb_driver import LLDB_INIT, run_lldb
 from tests.python_expect import SCRIPTS
-from tests.support import GDB_BINARIES, PRINT_PID, fixture_binary, remove_perf_map, run_gdb
+from tests.support import (GDB_BINARIES, PRINT_PID, assert_no_python_failure, fixture_binary,
+                           remove_perf_map, run_gdb)
 
 LLDB19 = Path("/usr/bin/lldb-19")
 SCRIPT = SCRIPTS / "raise_in_hot_loop.py"
@@ -39,11 +40,12 @@ def run_lldb19(tmp_path, target_lines, commands):
                                  f"command script import {LLDB_INIT}", *target_lines,
                                  *commands, "quit"]) + "\n")
     result = subprocess.run([str(LLDB19), "--no-lldbinit", "-s", str(script)],
-                            capture_output=True, text=True, timeout=300,
+                            capture_output=True, text=True, errors="replace", timeout=300,
                             stdin=subprocess.DEVNULL)
     output = result.stdout + result.stderr
     remove_perf_map(output)
-    assert "Traceback" not in output and "error: module importing failed" not in output, output
+    assert_no_python_failure(output)
+    assert "error: module importing failed" not in output, output
     assert "<error:" not in output, output
     return output
 

@@ -12,7 +12,7 @@ from tests.jit_python import JIT_MINORS, jit_python
 from tests.lldb_driver import (SELECT_EVERY_FRAME, WAIT_FOR_PROVIDER,
                                parse_lldb_backtrace, run_lldb)
 from tests.python_expect import SCRIPTS, marks, python_of
-from tests.support import GDB_BINARIES, PRINT_PID, REPO, remove_perf_map, run_gdb
+from tests.support import GDB_BINARIES, PRINT_PID, REPO, lldb_errors, remove_perf_map, run_gdb
 
 SCRIPT = REPO / "tests" / "fixtures" / "python" / "recurse_sigtrap.py"
 JIT_SCRIPT = SCRIPTS / "jit_scenarios.py"
@@ -79,7 +79,7 @@ def test_perf_trampolines_live_and_from_gcore(tmp_path):
     try:
         check_bt(live)
         check_mixed(live)
-        assert "error" not in live.split(SELECT_EVERY_FRAME)[1], live
+        assert lldb_errors(live.split(SELECT_EVERY_FRAME)[1]) == [], live
         gcore_run = run_gdb(GDB_BINARIES["gdb13"], ["run", PRINT_PID, f"gcore {core}"],
                             [python, "-X", "perf", SCRIPT], plugin=False)
         # The core's perf map is the gcore run's: same script, same trampolines.
@@ -126,7 +126,7 @@ def test_cpython_jit_executors_named_with_their_python_frames(minor, tmp_path):
                        "py-mixed-bt", "jit-regions", SELECT_EVERY_FRAME],
                       [jit_python(minor), JIT_SCRIPT, "kill"])
     check_jit_bt(output.split("(lldb) py-mixed-bt")[0], lines)
-    assert "error" not in output.split(SELECT_EVERY_FRAME)[1], output
+    assert lldb_errors(output.split(SELECT_EVERY_FRAME)[1]) == [], output
     mixed = output.split("(lldb) py-mixed-bt\n")[1].split("(lldb) jit-regions")[0]
     under = re.findall(r"^#\d+\s+(.*?)\n((?:     \[py\] .*\n)+)", mixed, re.M)
     placed = [(parent.split(" (")[0].split(" at ")[0], python)

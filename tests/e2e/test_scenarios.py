@@ -4,7 +4,9 @@ a core file its debugger wrote of the same stop.
 
 Each run checks the ``py-mixed-bt --json --all-threads`` document against what the
 scenario's true stack is (tests/scenario_expect.py), and that the core's document is the
-live one (thread names aside: a core keeps none).  In LLDB 23 ``bt`` itself is checked
+live one (thread names aside: a core keeps none).  The CPythons include the clang
+tail-call build and a copy of it stripped as distributions ship it, made once per
+session.  In LLDB 23 ``bt`` itself is checked
 against the document: the same JIT frames with the same names, each Python frame right
 after the native frame that runs it, the walk to the program's first frame, and
 ``frame select`` on every frame.
@@ -17,19 +19,20 @@ from typing import Callable, Dict, List
 import pytest
 
 from tests.driver import MIXED_JSON, driver
-from tests.jit_python import JIT_MINORS, jit_python
+from tests.jit_python import INTERPRETERS, JIT_MINORS, fixture_python, stripped_copy
 from tests.lldb_driver import SELECT_EVERY_FRAME, parse_lldb_backtrace
 from tests.python_expect import RECURSE, python_of
-from tests.scenario_expect import (JIT_SCRIPT, check_cpython_jit, check_recursion,
-                                   check_toyjit)
+from tests.scenario_expect import (JIT_315, JIT_SCRIPT, PLAIN, TAIL_CALL,
+                                   TAIL_CALL_STRIPPED, check_cpython_jit, check_recursion, check_toyjit)
 from tests.support import fixture_binary
 
 DEBUGGERS = ["gdb13", "gdb18", "lldb23", "lldb19"]
+STRIPPED = "-stripped"
 
 
 @dataclass
 class Scenario:
-    program: Callable[[], List]
+    program: Callable[[pytest.FixtureRequest], List]  # the request gives fixtures
     check: Callable[[dict], None]
     env: Dict[str, str] = field(default_factory=dict)
     # The program registers JIT code through GDB's JIT interface (CPython 3.15).
@@ -42,32 +45,55 @@ class Scenario:
 JIT_LOADER_OFF = "settings set plugin.jit-loader.gdb.enable off"
 
 
+@pytest.fixture(scope="session")
+def stripped_pythons(tmp_path_factory):
+    """``copy(name)``: interpreter ``name``'s stripped copy (tests/jit_python.py), made
+    once per session."""
+    made = {}
+
+    def copy(name):
+        if name not in made:
+            made[name] = stripped_copy(name, tmp_path_factory.mktemp("stripped"))
+        return made[name]
+    return copy
+
+
+def interpreter(name, request):
+    """The CPython ``name``: a test interpreter of tests/jit_python.py ("3.14"), its copy
+    stripped as distributions ship it ("3.14-tailcall-stripped"), or a version
+    (python_of: "3.12.1")."""
+    if name.endswith(STRIPPED):
+        return request.getfixturevalue("stripped_pythons")(name.removesuffix(STRIPPED))
+    return fixture_python(name) if name in INTERPRETERS else python_of(name)
+
+
 def toyjit(mode, depth, perf_map=False):
     return Scenario(
-        lambda: [fixture_binary("toyjit"), mode, str(depth), "sigtrap"]
+        lambda request: [fixture_binary("toyjit"), mode, str(depth), "sigtrap"]
         + (["--perf-map"] if perf_map else []),
         lambda document: check_toyjit(document, mode, depth, perf_map))
 
 
-def recursion(version, perf):
-    return Scenario(lambda: [python_of(version), *(["-X", "perf"] if perf else []), RECURSE],
-                    lambda document: check_recursion(document, 3, perf))
+def recursion(python, perf, build=PLAIN):
+    return Scenario(
+        lambda request: [interpreter(python, request), *(["-X", "perf"] if perf else []),
+                         RECURSE],
+        lambda document: check_recursion(document, 3, perf, build))
+
+
+def cpython_jit(python, scenario, build=PLAIN):
+    return Scenario(lambda request: [interpreter(python, request), JIT_SCRIPT, scenario],
+                    lambda document: check_cpython_jit(document, scenario, build),
+                    env={"PYTHON_JIT": "1"}, registers_jit_code=build.shared_shim)
 
 
 def perf_on_the_jit_build(flag):
     """3.15's JIT build, PYTHON_JIT=1 and ``-X perf``/``-X perf_jit``: CPython turns the
     JIT off ("JIT deactivated as perf profiling support is active"; it refuses
     sys.activate_stack_trampoline while the JIT is on), the trampolines run."""
-    return Scenario(lambda: [jit_python("3.15-jit"), "-X", flag, RECURSE],
+    return Scenario(lambda request: [fixture_python("3.15-jit"), "-X", flag, RECURSE],
                     lambda document: check_recursion(document, 3, True),
                     env={"PYTHON_JIT": "1"})
-
-
-def cpython_jit(minor, scenario):
-    shim = minor in JIT_MINORS  # 3.15: one shared shim the debugger unwinds past
-    return Scenario(lambda: [jit_python(minor), JIT_SCRIPT, scenario],
-                    lambda document: check_cpython_jit(document, scenario, shim),
-                    env={"PYTHON_JIT": "1"}, registers_jit_code=not shim)
 
 
 SCENARIOS: Dict[str, Scenario] = {
@@ -82,7 +108,17 @@ SCENARIOS: Dict[str, Scenario] = {
     "cpython-3.15-jit-perf": perf_on_the_jit_build("perf"),
     "cpython-3.15-jit-perf_jit": perf_on_the_jit_build("perf_jit"),
     **{f"cpython-{minor}-jit-{scenario}": cpython_jit(minor, scenario)
-       for minor in (*JIT_MINORS, "3.15-jit")
+       for minor in JIT_MINORS for scenario in ("kill", "branchy", "nested", "recursion")},
+    # The clang tail-call build (libpython3.14.so, _TAIL_CALL_<op> functions, the JIT),
+    # as it is built and as distributions ship it, stripped.
+    "cpython-3.14-tailcall": recursion("3.14-tailcall", perf=False),
+    "cpython-3.14-tailcall-perf": recursion("3.14-tailcall", perf=True),
+    "cpython-3.14-tailcall-stripped-perf": recursion("3.14-tailcall-stripped", perf=True,
+                                                     build=TAIL_CALL_STRIPPED),
+    **{f"cpython-{python}-jit-{scenario}": cpython_jit(python, scenario, build)
+       for python, build in (("3.14-tailcall", TAIL_CALL),
+                             ("3.14-tailcall-stripped", TAIL_CALL_STRIPPED),
+                             ("3.15-jit", JIT_315))
        for scenario in ("kill", "branchy", "nested", "recursion")},
 }
 
@@ -116,7 +152,7 @@ def check_jit_frames_named(output: str, document) -> None:
     listed_jit = [(int(match.group(1), 16), jit_frame_name(match.group(2)))
                   for match in map(FRAME_PC.search, (f.line for f in frames))
                   if match and int(match.group(1), 16) in pcs]
-    assert jit and listed_jit == jit, output
+    assert listed_jit == jit, output
 
 
 def check_lldb_bt(output: str, document) -> None:
@@ -153,10 +189,10 @@ def check_every_frame_selected(output: str) -> None:
 
 @pytest.mark.parametrize("debugger", DEBUGGERS)
 @pytest.mark.parametrize("name", list(SCENARIOS))
-def test_scenario_live_and_core(name, debugger, tmp_path):
+def test_scenario_live_and_core(name, debugger, tmp_path, request):
     scenario = SCENARIOS[name]
     tool = driver(debugger)
-    program = scenario.program()
+    program = scenario.program(request)
     core = tmp_path / tool.core_name()
     extra = []
     if debugger == "lldb23":

@@ -1,10 +1,10 @@
 """Real core files to fuzz: written by GDB's ``gcore`` from real stopped programs.
 
 The toy JIT in its three modes (with and without ``--perf-map``), CPython 3.12 with
-``-X perf`` (pyenv) and CPython 3.13 and 3.14 with their JIT.  Each core is made once per
-directory; the perf map of its dead process is kept next to it (as ``perf.map``) and
-put back in /tmp under the core's pid while the fuzzer runs, since the core names no
-trampolines itself.
+``-X perf`` (pyenv), CPython 3.13 and 3.14 with their JIT and a free-threaded 3.14t with
+``-X perf`` running four threads.  Each core is made once per directory; the perf map of
+its dead process is kept next to it (as ``perf.map``) and put back in /tmp under the
+core's pid while the fuzzer runs, since the core names no trampolines itself.
 """
 
 import os
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, Sequence, Tuple
 
-from tests.jit_python import jit_python
+from tests.jit_python import fixture_python, jit_python
 from tests.python_expect import RECURSE, SCRIPTS
 from tests.support import GDB_BINARIES, PRINT_PID, fixture_binary, pyenv_python, run_gdb
 
@@ -44,6 +44,9 @@ RECIPES: Dict[str, Recipe] = {
                           python=True),
     "py3.12-threads": Recipe(lambda: pyenv_python("3.12.1"),
                              ("-X", "perf", str(SCRIPTS / "three_threads.py")), python=True),
+    "py3.14t-threads": Recipe(lambda: fixture_python("3.14t"),
+                              ("-X", "perf", str(SCRIPTS / "three_threads.py")),
+                              python=True),
     "py3.13-jit": Recipe(lambda: jit_python("3.13"),
                          (str(SCRIPTS / "jit_scenarios.py"), "kill"),
                          ("set environment PYTHON_JIT=1",), python=True),

@@ -9,8 +9,7 @@ import struct
 
 import pytest
 
-from jit_unwind.cpython import (CPythonError, LayoutError, PyVersion,
-                                UnsupportedVersionError, find_runtime)
+from jit_unwind.cpython import CPythonError, LayoutError, PyVersion, find_runtime
 from jit_unwind.cpython.debug_offsets import (COOKIE, DEBUG_OFFSETS_LAYOUTS,
                                               layout_from_debug_offsets)
 from jit_unwind.cpython.version import as_version, version_from_library_name
@@ -60,10 +59,11 @@ VALUES = {
 }
 
 
-def block(version_hex, sections, free_threaded=0, cookie=COOKIE, extra=()):
+def block(version_hex, sections, free_threaded=0, cookie=COOKIE, extra=(), values=VALUES):
+    table = values
     values = [version_hex, free_threaded]
     for section, fields in sections:
-        values += [VALUES[section][field] for field in fields]
+        values += [table[section][field] for field in fields]
         if section == "thread_state":
             values += list(extra)
     return cookie + struct.pack(f"<{len(values)}Q", *values) + bytes(64)
@@ -120,11 +120,20 @@ def test_an_unknown_prerelease_layout_says_so():
         layout_from_debug_offsets(memory_with(data), RUNTIME)
 
 
-def test_builds_we_do_not_read():
+def test_a_free_threaded_build_is_read_with_its_thread_status_and_bytecode_copies():
+    """The same field list; the thread state's _status, 3.14t's tlbc_index and co_tlbc
+    (0 in GIL builds) and the GIL's enabled flag (an offset inside the GIL) are used."""
     sections = dict(DEBUG_OFFSETS_LAYOUTS[(3, 14)])["3.14"]
-    with pytest.raises(UnsupportedVersionError,
-                       match=r"^free-threaded CPython 3\.14\.0t is not supported$"):
-        layout_from_debug_offsets(memory_with(block(0x030E00F0, sections, 1)), RUNTIME)
+    values = {**VALUES, "interpreter_frame": {**VALUES["interpreter_frame"], "tlbc_index": 72},
+              "code_object": {**VALUES["code_object"], "co_tlbc": 192}}
+    data = block(0x030E06F0, sections, 1, values=values)
+    layout = layout_from_debug_offsets(memory_with(data), RUNTIME)
+    assert layout.source == "_Py_DebugOffsets (3.14 field list, free-threaded)"
+    assert layout.free_threaded and layout.tstate_status == 32
+    assert (layout.frame_tlbc_index, layout.code_tlbc, layout.gil.enabled) == (72, 192, 0)
+    plain = layout_from_debug_offsets(memory_with(block(0x030E06F0, sections)), RUNTIME)
+    assert not plain.free_threaded and plain.tstate_status is None
+    assert (plain.frame_tlbc_index, plain.code_tlbc, plain.gil.enabled) == (None, None, None)
 
 
 def test_a_newer_version_is_read_when_its_debug_offsets_keep_a_known_shape():

@@ -339,7 +339,7 @@ def _gdb_offsets(python: Path, expressions: Dict[str, str]) -> Dict[str, int]:
     for expression in expressions.values():
         commands += ["-ex", f"print (long) {expression}"]
     output = subprocess.run(["/usr/bin/gdb", "-nx", "-batch", *commands, str(python)],
-                            capture_output=True, text=True, timeout=300).stdout
+                            capture_output=True, text=True, errors="replace", timeout=300).stdout
     values = [int(v) for v in re.findall(r"^\$\d+ = (-?\d+)$", output, re.M)]
     assert len(values) == len(expressions), output
     return dict(zip(expressions, values))

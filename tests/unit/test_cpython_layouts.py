@@ -80,7 +80,7 @@ def dwarf_values(library, exprs):
     argv = [str(gdb), "-nx", "-batch", "-iex", "set debuginfod enabled off"]
     for name, expr in exprs.items():
         argv += ["-ex", f'printf "{name}=%ld\\n", {expr}']
-    output = subprocess.run(argv + [str(library)], capture_output=True, text=True,
+    output = subprocess.run(argv + [str(library)], capture_output=True, text=True, errors="replace",
                             timeout=120).stdout
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"^([\w.]+)=(-?\d+)$", output,
                                                              re.M)}

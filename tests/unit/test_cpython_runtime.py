@@ -16,6 +16,7 @@ from jit_unwind.cpython import (CPythonError, PyVersion, UnsupportedVersionError
                                 find_runtime, read_python_threads,
                                 version_from_library_name)
 from jit_unwind.target import JitUnwindError
+from tests.jit_python import FREE_THREADED, fixture_python
 from tests.unit._proc import RECURSE_SCRIPT, pyenv_python, stopped_python
 
 VERSIONS = ["3.11.7", "3.12.1", "3.13.0"]
@@ -127,6 +128,31 @@ def test_non_main_thread(version):
             check_common(thread)
 
 
+@pytest.mark.parametrize("version", FREE_THREADED)
+def test_free_threaded_threads_say_attached_or_detached(version):
+    """3.13t/3.14t: no GIL holder; the worker (stopping the process from Python) is
+    attached; 3.14t's worker runs its own copy of the bytecode, and its lines are still
+    right."""
+    with stopped_python(fixture_python(version), ["3", "--thread"]) as process:
+        runtime = find_runtime(process.memory, process.lookup())
+        assert runtime.layout.free_threaded
+        threads = {t.native_thread_id: t for t in runtime.threads()}
+        worker, main = threads[process.facts["native_id"]], threads[process.pid]
+        assert (worker.holds_gil, main.holds_gil) == (None, None)
+        # The worker stops the process once the main thread's Python frame is join's:
+        # in a free-threaded build that thread may still run join's bytecode (attached)
+        # or already wait for the lock (detached).
+        assert worker.state == "attached" and main.state in ("attached", "detached")
+        marks = process.marks
+        mine = [f for f in worker.frames if f.filename == SCRIPT]
+        assert summary(mine) == script_frames(marks, 3, "stop-thread") + [
+            ("worker", marks["worker-call"], False)]
+        assert [(f.function, f.line) for f in main.frames if f.filename == SCRIPT] == [
+            ("main", marks["join"]), ("<module>", marks["module-call"])]
+        for thread in (worker, main):
+            check_common(thread)
+
+
 @pytest.mark.parametrize("version", VERSIONS)
 def test_generator_frame(version):
     with stopped_python(pyenv_python(version), ["3", "--generator"]) as process:
@@ -188,7 +214,7 @@ def test_stripped_3_13_uses_only_debug_offsets(tmp_path):
         subprocess.run(["strip", "--strip-all", str(copy)], check=True)
     copy = tmp_path / library.name
     sections = subprocess.run(["readelf", "-SW", str(copy)], capture_output=True,
-                              text=True, check=True).stdout
+                              text=True, errors="replace", check=True).stdout
     assert ".symtab" not in sections and ".debug_info" not in sections
     env = dict(os.environ, LD_LIBRARY_PATH=str(tmp_path), PYTHONHOME=str(prefix))
     with stopped_python(tmp_path / python.name, ["3"], env=env) as process:

@@ -46,7 +46,7 @@ def object_file(tmp_path_factory) -> Tuple[bytes, List[Tuple[str, int, int]]]:
     subprocess.run(["gcc", "-c", "-g0", "-O0", "-o", "tmp.o", source.name],
                    cwd=tmp_path, check=True)
     listing = subprocess.run(["nm", "-S", "--defined-only", "tmp.o"], cwd=tmp_path,
-                             check=True, capture_output=True, text=True).stdout
+                             check=True, capture_output=True, text=True, errors="replace").stdout
     functions = []
     for line in listing.splitlines():
         fields = line.split()

@@ -36,7 +36,7 @@ def recorded(request, tmp_path_factory):
     env = {key: value for key, value in os.environ.items()
            if key not in ("PYTHONHOME", "PYTHONPATH")}
     result = subprocess.run([str(python_of(request.param)), "-X", "perf_jit", "-c", SCRIPT],
-                            capture_output=True, text=True, timeout=60, env=env,
+                            capture_output=True, text=True, errors="replace", timeout=60, env=env,
                             cwd=tmp_path_factory.mktemp("cwd"))
     pid = int(result.stdout.split()[-1])
     path = f"/tmp/jit-{pid}.dump"

@@ -23,7 +23,7 @@ program without CPython, the native frames alone.  Only memory is read: nothing 
 the program, so this works on core files too.
 
   --all-threads, -a   every thread, with its Python thread name and which one holds
-                      the GIL
+                      the GIL (free-threaded builds: whether each one is attached)
   --json              one JSON document (schema: docs/py-mixed-bt.schema.json)
   --python-only, -p   only the Python frames, like py-bt; fast, no native unwinding"""
 

@@ -4,7 +4,8 @@ Give :func:`find_runtime` a :class:`~jit_unwind.target.Memory` and a symbol look
 (``name -> address or None``, for ``_PyRuntime`` and ``Py_Version``); the returned
 :class:`CPythonRuntime` lists interpreters, threads (:class:`PyThread`) and their Python
 frames (:class:`PyFrame`: function, file, line, entry-frame flag).  Supports CPython 3.11
-to 3.15 on x86-64 Linux (GIL builds); anything else raises an :class:`CPythonError`
+to 3.15 on x86-64 Linux (GIL builds; free-threaded ones from 3.13t on, read through the
+same ``_Py_DebugOffsets``); anything else raises an :class:`CPythonError`
 whose message is meant to be shown as is.
 
 Modules: :mod:`.version` (``PY_VERSION_HEX``), :mod:`.layout` (offset tables, 3.11/3.12),

@@ -18,10 +18,11 @@ that validates: a release whose ``_Py_DebugOffsets`` kept its shape works as it 
 """
 
 import struct
+from dataclasses import replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..target import Memory
-from .errors import LayoutError, RuntimeNotFoundError, UnsupportedVersionError
+from .errors import LayoutError, RuntimeNotFoundError
 from .layout import GilLayout, Layout
 from .version import PyVersion
 
@@ -275,8 +276,8 @@ def layout_from_debug_offsets(memory: Memory, runtime: int,
     """The :class:`Layout` described by the ``_Py_DebugOffsets`` at ``runtime``.
 
     ``py_version`` (from the ``Py_Version`` symbol, when known) must agree with the
-    version the offsets carry.  Raises :class:`UnsupportedVersionError` for builds we do
-    not read (free threading), :class:`LayoutError` when no field list is plausible."""
+    version the offsets carry.  Free-threaded builds (``free_threaded`` set) share the
+    field lists; raises :class:`LayoutError` when no field list is plausible."""
     head = memory.try_read(runtime, 24)
     if head is None:
         raise RuntimeNotFoundError(f"cannot read _PyRuntime at {runtime:#x}")
@@ -291,27 +292,53 @@ def layout_from_debug_offsets(memory: Memory, runtime: int,
     if py_version is not None and py_version.minor_version != version.minor_version:
         raise LayoutError(f"Py_Version says CPython {py_version} but _Py_DebugOffsets "
                           f"says {version}")
-    if free_threaded:
-        raise UnsupportedVersionError(f"free-threaded CPython {version}t is not supported")
     label, _sections, table = choose_field_list(memory, runtime, version)
-    return _layout(version, label, table)
+    return _layout(version, label, table, bool(free_threaded))
 
 
-def _layout(version: PyVersion, label: str, t: DebugOffsets) -> Layout:
+def _fits(offset: int, width: int, size: int) -> bool:
+    """A field of ``width`` bytes at ``offset``, aligned, inside a ``size``-byte struct."""
+    return offset % width == 0 and offset + width <= size
+
+
+def _free_threaded_fields(t: DebugOffsets) -> dict:
+    """What a free-threaded build publishes beyond the GIL build's fields: where the
+    thread state's ``_status`` is and, 3.14t on, the thread-local bytecode (both offsets
+    are 0 in a GIL build, and a free-threaded 3.13 has no such fields)."""
+    status = t["thread_state.status"]
+    fields = {"free_threaded": True,
+              "tstate_status": status if _fits(status, 4, t["thread_state.size"]) else None}
+    tlbc_index = t.get("interpreter_frame.tlbc_index")
+    tlbc = t.get("code_object.co_tlbc")
+    if tlbc_index and tlbc and _fits(tlbc, 8, t["code_object.size"]) \
+            and _fits(tlbc_index, 4, t["interpreter_frame.size"]):
+        fields.update(frame_tlbc_index=tlbc_index, code_tlbc=tlbc)
+    return fields
+
+
+def _layout(version: PyVersion, label: str, t: DebugOffsets,
+            free_threaded: bool = False) -> Layout:
     """Every offset from the table; only what it lacks comes from elsewhere."""
     gil_base = t["interpreter_state.gil_runtime_state"]
+    # interp->ceval.gil points at the GIL this interpreter uses (its own _gil, or
+    # the main interpreter's when shared); holder/locked are given inside interp->_gil.
+    gil: Optional[GilLayout] = GilLayout(
+        "interp-pointer", t["interpreter_state.ceval_gil"],
+        t["interpreter_state.gil_runtime_state_holder"] - gil_base,
+        t["interpreter_state.gil_runtime_state_locked"] - gil_base)
+    if free_threaded:  # gil_runtime_state_enabled: an offset inside the GIL's struct
+        enabled = t["interpreter_state.gil_runtime_state_enabled"]
+        # (implausible: whether there is a GIL is unknown, so is its holder)
+        gil = replace(gil, enabled=enabled) if _fits(enabled, 4, gil.last_holder) else None
     return Layout(
         version=version,
-        source=f"_Py_DebugOffsets ({label} field list)",
+        source=f"_Py_DebugOffsets ({label} field list"
+               f"{', free-threaded' if free_threaded else ''})",
         runtime_interpreters_head=t["runtime_state.interpreters_head"],
         interp_next=t["interpreter_state.next"],
         interp_id=t["interpreter_state.id"],
         interp_threads_head=t["interpreter_state.threads_head"],
-        # interp->ceval.gil points at the GIL this interpreter uses (its own _gil, or
-        # the main interpreter's when shared); holder/locked are given inside interp->_gil.
-        gil=GilLayout("interp-pointer", t["interpreter_state.ceval_gil"],
-                      t["interpreter_state.gil_runtime_state_holder"] - gil_base,
-                      t["interpreter_state.gil_runtime_state_locked"] - gil_base),
+        gil=gil,
         tstate_next=t["thread_state.next"],
         tstate_interp=t["thread_state.interp"],
         tstate_thread_id=t["thread_state.thread_id"],
@@ -346,4 +373,5 @@ def _layout(version: PyVersion, label: str, t: DebugOffsets) -> Layout:
         ob_type=t["pyobject.ob_type"],
         tp_name=t["type_object.tp_name"],
         debug_offsets=t,
+        **(_free_threaded_fields(t) if free_threaded else {}),
     )

@@ -1,6 +1,7 @@
 """Read dicts, ints, modules and instance attributes out of a stopped CPython.
 
-The C types read (x86-64, GIL builds, CPython 3.11 to 3.15)::
+The C types read (x86-64, CPython 3.11 to 3.15; free-threaded builds have a bigger
+object header, which moves every offset into an object)::
 
     PyDictObject       {PyObject_HEAD; ma_used; ma_version_tag (3.14+: _ma_watcher_tag);
                         PyDictKeysObject *ma_keys; PyDictValues *ma_values}
@@ -46,7 +47,7 @@ from typing import Dict, List, Optional, Tuple
 from ..target import Memory
 from .errors import LayoutError, ObjectError
 from .layout import Layout, check_supported
-from .objects import read_struct, read_unicode
+from .objects import read_struct, read_unicode, unicode_state_bits
 
 __all__ = ["ObjectLayout", "object_layout", "type_flags", "read_int", "read_dict_items",
            "dict_get_str", "read_attribute", "read_module_dict", "find_module",
@@ -111,6 +112,15 @@ _STATIC: Dict[Tuple[int, int], dict] = {
     (3, 15): dict(values_items=8, values_capacity=0, values_valid=3),
 }
 
+# sizeof(PyObject) in a GIL build, and the ObjectLayout fields that are offsets into
+# objects past their header (shifted when the process's header is bigger).
+_GIL_HEADER = 16
+_AFTER_HEADER = {"module_dict", "tp_basicsize", "tp_dictoffset", "ht_cached_keys",
+                 "dict_keys", "dict_values", "long_size", "long_digits", "tp_flags"}
+_STATIC_DEFAULTS = {name: ObjectLayout.__dataclass_fields__[name].default
+                    for name in _AFTER_HEADER}
+
+
 def _table_minor(layout: Layout) -> Tuple[int, int]:
     known = [minor for minor in _STATIC if minor <= layout.version.minor_version]
     if not known:
@@ -143,6 +153,11 @@ def object_layout(memory: Memory, runtime: int, layout: Layout) -> ObjectLayout:
     # What _Py_DebugOffsets does not publish comes from the newest table not newer than
     # the version (a newer CPython is read as the newest one we know).
     fields = dict(_STATIC[_table_minor(layout)])
+    # The table's offsets into objects were measured on GIL builds: a bigger object
+    # header (free-threaded builds: ob_tid, ob_ref_local, ob_ref_shared...) moves them.
+    grown = table.get("pyobject.size", _GIL_HEADER) - _GIL_HEADER
+    for name in _AFTER_HEADER if grown else ():
+        fields[name] = fields.get(name, _STATIC_DEFAULTS[name]) + grown
     fields.update((name, table[key]) for name, key in _FROM_DEBUG_OFFSETS.items()
                   if key in table)
     objects = ObjectLayout(base=layout, **fields)
@@ -212,8 +227,7 @@ def read_int(memory: Memory, objects: ObjectLayout, address: int) -> int:
 
 def _str_equals(memory: Memory, objects: ObjectLayout, address: int, text: str) -> bool:
     """Whether the ``str`` at ``address`` is ``text``, reading as little as possible:
-    one read for a compact ASCII string (``state``: ``kind:3`` at bit 2, ``compact`` at
-    bit 5, ``ascii`` at bit 6)."""
+    one read for a compact ASCII string."""
     base = objects.base
     wanted = text.encode("utf-8")
     head = memory.read(address, base.unicode_ascii_size)
@@ -221,7 +235,8 @@ def _str_equals(memory: Memory, objects: ObjectLayout, address: int, text: str) 
     state = struct.unpack_from("<I", head, base.unicode_state)[0]
     if length != len(text):
         return False
-    if (state >> 5) & 1 and (state >> 6) & 1:  # compact ASCII: data follows the header
+    _kind, compact, ascii_only = unicode_state_bits(state, base.free_threaded)
+    if compact and ascii_only:  # compact ASCII: data follows the header
         return text.isascii() and memory.read(address + base.unicode_ascii_size,
                                               length) == wanted
     return read_unicode(memory, base, address) == text

@@ -1,4 +1,4 @@
-"""Where the fields the reader needs live, per CPython version (x86-64, GIL builds).
+"""Where the fields the reader needs live, per CPython version (x86-64).
 
 A :class:`Layout` holds byte offsets into these C types:
 
@@ -53,6 +53,9 @@ class GilLayout:
     offset: int
     last_holder: int
     locked: int
+    # free-threaded builds: ``int enabled`` inside the struct (0: the GIL is disabled,
+    # the usual case; else it was turned on, e.g. by PYTHON_GIL=1 or an old extension)
+    enabled: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,14 @@ class Layout:
 
     ob_type: int = 8
     tp_name: int = 24
+    # Free-threaded builds (3.13t+): ``PyThreadState._status`` (a bit field whose bit 4,
+    # ``active``, is set while the thread is attached) and 3.14t's thread-local bytecode:
+    # ``_PyInterpreterFrame.tlbc_index`` picks ``co_tlbc->entries[index]``, the copy of
+    # the bytecode that ``instr_ptr`` points into.
+    free_threaded: bool = False
+    tstate_status: Optional[int] = None
+    frame_tlbc_index: Optional[int] = None
+    code_tlbc: Optional[int] = None
     # 3.13+: the whole parsed _Py_DebugOffsets ("section.field" -> value), for readers
     # of other objects (dicts, modules) that take their offsets from it too.
     debug_offsets: Optional[Dict[str, int]] = field(default=None, compare=False,

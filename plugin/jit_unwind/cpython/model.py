@@ -56,7 +56,8 @@ class PyThread:
     ``holds_gil`` is None when the GIL state could not be read.  ``stop_reason`` is empty
     when ``frames`` reaches the outermost frame, else it says why the walk stopped
     (unreadable memory, a loop, the frame limit).  ``name`` is left to adapters (e.g. from
-    /proc/PID/task/TID/comm)."""
+    /proc/PID/task/TID/comm).  ``state`` is what a free-threaded build publishes of the
+    thread: "attached" (may run Python now) or "detached"; None in GIL builds."""
 
     address: int
     interpreter_id: int
@@ -66,6 +67,7 @@ class PyThread:
     frames: Tuple[PyFrame, ...]
     stop_reason: str = ""
     name: Optional[str] = None
+    state: Optional[str] = None
 
     def eval_loop_groups(self) -> List[Tuple[PyFrame, ...]]:
         """``frames`` cut after each entry frame: one group per ``_PyEval_EvalFrameDefault``

@@ -12,7 +12,7 @@ from ..target import Memory
 from .errors import ObjectError
 from .layout import Layout
 
-__all__ = ["read_struct", "read_unicode", "read_bytes", "read_c_string", "read_type_name",
+__all__ = ["read_struct", "read_unicode", "unicode_state_bits", "read_bytes", "read_c_string", "read_type_name",
            "MAX_STRING", "MAX_BYTES"]
 
 MAX_STRING = 1 << 16  # characters of a name or file name we are willing to read
@@ -32,6 +32,17 @@ def read_struct(memory: Memory, address: int,
             for name, (offset, fmt) in fields.items()}
 
 
+def unicode_state_bits(state: int, free_threaded: bool) -> Tuple[int, int, int]:
+    """``(kind, compact, ascii)`` of a ``PyASCIIObject.state``: bit fields ``interned:2,
+    kind:3, compact:1, ascii:1``, except where a free-threaded build (3.14t) made
+    ``interned`` a whole byte and the others follow from bit 8.  The two shapes cannot be
+    mistaken for each other: bits 2 to 7 hold a kind of 1, 2 or 4 in the first and only
+    ``interned``'s zero high bits in the second."""
+    if free_threaded and not state & 0xFC:
+        state >>= 6
+    return (state >> 2) & 7, (state >> 5) & 1, (state >> 6) & 1
+
+
 def read_unicode(memory: Memory, layout: Layout, address: int) -> str:
     """The text of a ``PyUnicodeObject *``.
 
@@ -43,10 +54,8 @@ def read_unicode(memory: Memory, layout: Layout, address: int) -> str:
         raise ObjectError("NULL string")
     fields = read_struct(memory, address, {"length": (layout.unicode_length, "q"),
                                            "state": (layout.unicode_state, "I")})
-    length, state = fields["length"], fields["state"]
-    kind = (state >> 2) & 7
-    compact = (state >> 5) & 1
-    ascii_only = (state >> 6) & 1
+    length = fields["length"]
+    kind, compact, ascii_only = unicode_state_bits(fields["state"], layout.free_threaded)
     if not 0 <= length <= MAX_STRING:
         raise ObjectError(f"string at {address:#x} has length {length}")
     if kind not in (1, 2, 4):

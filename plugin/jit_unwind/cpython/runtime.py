@@ -41,6 +41,11 @@ MAX_FRAMES = 100_000
 MAX_THREADS = 10_000
 MAX_INTERPRETERS = 1_000
 
+# PyThreadState._status bits (3.13 to 3.15): initialized:1, bound:1, unbound:1,
+# bound_gilstate:1, active:1, ...; active is set on attach and cleared on detach.
+_STATUS_INITIALIZED = 1 << 0
+_STATUS_ACTIVE = 1 << 4
+
 
 @dataclass(frozen=True)
 class RawFrame:
@@ -53,6 +58,7 @@ class RawFrame:
     instr_ptr: int
     owner: int
     is_entry_flag: Optional[bool] = None
+    tlbc_index: int = 0  # 3.14t: which copy of the bytecode instr_ptr points into
 
     @property
     def is_shim(self) -> bool:
@@ -182,10 +188,13 @@ class CPythonRuntime:
                   "owner": (layout.frame_owner, "b")}
         if layout.frame_is_entry is not None:
             fields["is_entry"] = (layout.frame_is_entry, "?")
+        if layout.frame_tlbc_index is not None:
+            fields["tlbc_index"] = (layout.frame_tlbc_index, "i")
         values = read_struct(self.memory, address, fields)
         return RawFrame(address, values["previous"],
                         values["executable"] & ~layout.executable_tag_mask,
-                        values["instr_ptr"], values["owner"], values.get("is_entry"))
+                        values["instr_ptr"], values["owner"], values.get("is_entry"),
+                        values.get("tlbc_index", 0))
 
     def raw_frames(self, first: int) -> Tuple[List[RawFrame], str]:
         """The records from ``first`` outwards (shims included) and a stop reason."""
@@ -229,7 +238,8 @@ class CPythonRuntime:
         except (ObjectError, MemoryReadError) as error:
             return PyFrame(record.address, "<unknown>", "<unknown>", None, is_entry, owner,
                            record.executable, record.instr_ptr, error=str(error))
-        line = code.line_of(record.instr_ptr) if code.contains(record.instr_ptr) else None
+        start = self.codes.bytecode_start(code, record.tlbc_index)
+        line = self.codes.line_at(code, record.instr_ptr, start)
         return PyFrame(record.address, code.qualname, code.filename, line, is_entry, owner,
                        code.address, record.instr_ptr, name=code.name,
                        firstlineno=code.firstlineno)
@@ -265,7 +275,8 @@ class CPythonRuntime:
         return struct.unpack("<q", data)[0] if data else -1
 
     def _gil(self, interp: int) -> Optional[Tuple[int, bool]]:
-        """``(last_holder, locked)`` of the GIL the interpreter uses, None if unreadable."""
+        """``(last_holder, locked)`` of the GIL the interpreter uses, None if unreadable
+        or (free-threaded builds) disabled."""
         gil = self.layout.gil
         if gil is None:
             return None
@@ -274,6 +285,10 @@ class CPythonRuntime:
         else:
             base = self.memory.try_read_u64(interp + gil.offset)
             if not base:
+                return None
+        if gil.enabled is not None:
+            enabled = self.memory.try_read(base + gil.enabled, 4)
+            if enabled is None or not struct.unpack("<i", enabled)[0]:
                 return None
         holder = self.memory.try_read_u64(base + gil.last_holder)
         locked = self.memory.try_read(base + gil.locked, 4)
@@ -290,6 +305,21 @@ class CPythonRuntime:
         holder, locked = gil
         return locked and holder == tstate
 
+    def _attachment(self, tstate: int) -> Optional[str]:
+        """Free-threaded builds: "attached" while the thread may run Python (it has no
+        GIL to hold), "detached" while it waits or runs C code that let go, from bit 4
+        (``active``) of the ``_status`` bit field the debug offsets locate; None when the
+        build is not free-threaded or the field is unreadable or not initialised."""
+        if self.layout.tstate_status is None:
+            return None
+        data = self.memory.try_read(tstate + self.layout.tstate_status, 4)
+        if data is None:
+            return None
+        status = struct.unpack("<I", data)[0]
+        if not status & _STATUS_INITIALIZED:
+            return None
+        return "attached" if status & _STATUS_ACTIVE else "detached"
+
     def read_thread(self, tstate: int, interpreter_id: int = 0,
                     gil: Optional[Tuple[int, bool]] = None) -> PyThread:
         """One thread state and its frames.  Unreadable ids give 0 / None."""
@@ -302,7 +332,7 @@ class CPythonRuntime:
         frames, reason = self.frames(tstate)
         return PyThread(tstate, interpreter_id, ids["thread_id"],
                         ids["native_thread_id"] or None, self._holds_gil(tstate, gil),
-                        frames, reason)
+                        frames, reason, state=self._attachment(tstate))
 
     def interpreters(self) -> List[PyInterpreter]:
         """Every interpreter with its threads.  A failed read ends a list, with its

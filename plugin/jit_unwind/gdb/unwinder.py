@@ -54,6 +54,22 @@ def _sp(pending_frame) -> int:
     return found[1] if found is not None else int(pending_frame.read_register("rsp"))
 
 
+def _without_stale_frames(result):
+    """A shim's result without the eval loop's stale copy of its interpreter frame."""
+    from ..unwind.trace_entry import stale_frame_addresses, without_stale_frames
+    from .python_frames import python_thread
+    try:
+        thread = python_thread()
+        if thread is None:
+            return result
+        stale = STATE.per_stop(("stale-frames", thread.address),
+                               lambda: stale_frame_addresses(thread))
+    except Exception as error:  # the shim's own unwind stands without this refinement
+        debug_log(f"stale frames not known: {error!r}")
+        return result
+    return without_stale_frames(result, stale)
+
+
 class _FrameId:
     """GDB 13's frame id: any object with ``sp`` and ``pc`` gdb.Values."""
 
@@ -128,6 +144,8 @@ class JitUnwinder(Unwinder):
         ctx = UnwindContext(pc, sp, self._memory, regions, read_register, innermost,
                             STATE.process.function_start)
         result = unwind_jit_frame(ctx)
+        if ctx.enters_trace():
+            result = _without_stale_frames(result)
         STATE.record(pc, sp, result)
         debug_log(lambda: f"frame #{level} pc={pc:#x} sp={sp:#x}: {result}")
 

@@ -109,6 +109,12 @@ class UnwindContext:
         symbol = self.symbol()
         return symbol is not None and symbol.kind == "trace"
 
+    def enters_trace(self) -> bool:
+        """True for a CPython JIT entry shim: its caller is the eval loop that entered
+        the trace (see ``trace_entry``)."""
+        symbol = self.symbol()
+        return symbol is not None and symbol.kind == "shim"
+
     def register(self, name: str) -> Optional[int]:
         try:
             return self.read_register(name)
