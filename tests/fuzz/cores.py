@@ -1,8 +1,8 @@
 """Real core files to fuzz: written by GDB's ``gcore`` from real stopped programs.
 
 The toy JIT in its three modes (with and without ``--perf-map``), CPython 3.12 with
-``-X perf`` (pyenv), CPython 3.13 and 3.14 with their JIT and a free-threaded 3.14t with
-``-X perf`` running four threads.  Each core is made once per directory; the perf map of
+``-X perf`` (pyenv), CPython 3.13, 3.14 and 3.15 with their JIT and a free-threaded 3.14t
+with ``-X perf`` running four threads.  Each core is made once per directory; the perf map of
 its dead process is kept next to it (as ``perf.map``) and put back in /tmp under the
 core's pid while the fuzzer runs, since the core names no trampolines itself.
 """
@@ -53,6 +53,11 @@ RECIPES: Dict[str, Recipe] = {
     "py3.14-jit": Recipe(lambda: jit_python("3.14"),
                          (str(SCRIPTS / "jit_scenarios.py"), "kill"),
                          ("set environment PYTHON_JIT=1",), python=True),
+    # 3.15's JIT registers each executor through GDB's JIT interface.
+    "py3.15-jit": Recipe(lambda: jit_python("3.15-jit"),
+                         (str(SCRIPTS / "jit_scenarios.py"), "kill"),
+                         ("set environment PYTHON_JIT=1",), python=True,
+                         debug_symbols=("__jit_debug_descriptor",)),
 }
 
 
