@@ -31,9 +31,9 @@ class Build:
     """How a build of CPython shows the native frames where builds differ."""
     tail_call: bool = False  # clang's tail-calling interpreter: _TAIL_CALL_<op> functions
     stripped: bool = False  # strip --strip-unneeded: static functions have no name
-    # 3.15: every trace is entered through _PyJIT_Entry, a function of the interpreter,
-    # and the debugger unwinds the trace by the CFI CPython registers with it through
-    # GDB's JIT interface, which returns to the eval loop: no shim frame.
+    # 3.15: every trace is entered through _PyJIT_Entry, a function of the interpreter
+    # (the CFI CPython registers for a trace through GDB's JIT interface skips it; the
+    # plugin unwinds the trace into it): the shim frame is that native function.
     shared_shim: bool = False
 
     def static(self, pattern: str) -> str:
@@ -55,6 +55,9 @@ class Build:
         stripped executable (its entry point)."""
         return f"_start|{UNNAMED}" if self.stripped else "_start"
 
+
+# CPython 3.15's one entry function of every JIT trace.
+SHARED_SHIM = "_PyJIT_Entry"
 
 PLAIN = Build()
 JIT_315 = Build(shared_shim=True)
@@ -141,8 +144,8 @@ def check_recursion(document, depth: int, perf: bool, build: Build = PLAIN) -> N
 def activations(thread, build: Build = PLAIN):
     """[(function, trace frame, shim frame, eval frame)] of each JIT activation, after
     checking each is exactly trace, shim, (``build.enters_jit``,) eval loop, the trace
-    and the shim named after one function (``build.shared_shim``: trace, eval loop; the
-    shim frame is None)."""
+    and the shim named after one function (``build.shared_shim``: trace, the shared
+    entry function, eval loop)."""
     frames = thread["frames"]
     text = listing(frames)
     found = []
@@ -155,8 +158,10 @@ def activations(thread, build: Build = PLAIN):
             continue
         assert frame["kind"] == "jit", text
         if build.shared_shim:
-            assert frames[index + 1]["function"] == EVAL, text
-            found.append((trace.group(1), frame, None, frames[index + 1]))
+            assert frames[index + 1]["function"] == SHARED_SHIM, text
+            assert frames[index + 1]["kind"] == "other", text
+            assert frames[index + 2]["function"] == EVAL, text
+            found.append((trace.group(1), frame, frames[index + 1], frames[index + 2]))
             continue
         shim = SHIM.match(frames[index + 1]["function"])
         assert shim is not None, text

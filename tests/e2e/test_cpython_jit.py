@@ -259,8 +259,10 @@ def test_315_executors_named_and_their_python_frames_under_them(gdb, tmp_path):
         assert "py::jit:executor" not in [f.function for f in frames], output
         traces = [i for i, f in enumerate(frames) if TRACE.match(f.function)]
         assert len(traces) == 1 and TRACE.match(frames[traces[0]].function).group(1) == "hot"
-        # CPython's CFI returns from the trace to the eval loop (past _PyJIT_Entry).
-        assert frames[traces[0] + 1].function == EVAL, output
+        # CPython's CFI returns from the trace to the eval loop, past the function that
+        # called it: the plugin unwinds the trace into _PyJIT_Entry.
+        assert frames[traces[0] + 1].function == "_PyJIT_Entry", output
+        assert frames[traces[0] + 2].function == EVAL, output
         everything = [(e[0], e[2]) for e, _ in python_frames_with_parents(output)]
         assert everything == [("leaf", leaf), ("hot", lines["hot"]),
                               ("<module>", lines["module"])], output
@@ -275,7 +277,16 @@ def test_315_executors_named_and_their_python_frames_under_them(gdb, tmp_path):
                          output, re.M), output
         assert re.search(rf"^{trace_start}\s+0x[0-9a-f]+\s+0x[0-9a-f]+\s+gdb-jit\s+"
                          r"py::jit:executor$", output, re.M), output
-    # Never fewer frames than GDB alone: the same native frames, at the same pcs.
-    assert "py::jit:executor" in alone
-    assert _native_pcs(live.partition("info jit-regions")[0].partition('"MainThread"')[0]) \
-        == _native_pcs(alone)
+    # Never fewer frames than GDB alone: its native frames at the same pcs, and the one
+    # it skipped (_PyJIT_Entry's) between the trace and the eval loop.
+    assert "py::jit:executor" in alone and "_PyJIT_Entry" not in alone
+    ours = live.partition("info jit-regions")[0].partition('"MainThread"')[0]
+    [entry] = re.findall(r"^#\d+\s+(0x[0-9a-f]+) in _PyJIT_Entry ", ours, re.M)
+    pcs = _native_pcs(ours)
+    assert pcs.count(int(entry, 16)) == 1, ours
+    pcs.remove(int(entry, 16))
+    assert pcs == _native_pcs(alone), (ours, alone)
+    # The eval loop above it gets the registers _PyJIT_Entry saved, not the trace's:
+    # its tstate is the thread state (GDB alone showed whatever the trace left there).
+    assert re.search(r"_PyEval_EvalFrameDefault \(tstate=(0x[0-9a-f]+ <_PyRuntime\+\d+>|"
+                     r"<optimized out>)", live), live

@@ -207,3 +207,57 @@ def test_unreadable_memory_is_not_an_error():
     sp = STACK_TOP - 16   # scans run off the end of the stack mapping
     result = unwind_jit_frame(layout.context(pc, sp, {}))
     assert result.ends_walk
+
+
+# CPython 3.15's _PyJIT_Entry: push rbp; mov rbp, rsp; push r15, r14, r13, r12, rbx, rax;
+# ...; call *0x58(%r12); add rsp, 8; pop ...
+ENTRY_FUNCTION = bytes.fromhex("55" "4889e5" "4157" "4156" "4155" "4154" "53" "50"
+                               "4c89e7" "41ff542458")
+
+
+def _trace_entered_by_a_native_function(layout):
+    """A trace (kind "trace") called by a native function that keeps rbp: (pc, sp,
+    rbp, the return address into that function)."""
+    ret_eval = native_return_address(layout)
+    ret_entry = layout.put_code(0x300, ENTRY_FUNCTION)
+    pc = layout.put_jit(0x80, CALL_RAX)
+    layout.symbols.append(Region(JIT + 0x40, JIT + 0x400, "cpython-jit", "[jit] f trace",
+                                 kind="trace"))
+    entry_sp = SP + 0x100           # the entry function's sp at its first byte
+    rbp = entry_sp - 8              # after push rbp; mov rbp, rsp
+    layout.word(entry_sp, ret_eval)
+    layout.word(rbp, STACK + 0x9000)
+    slot = entry_sp - 64            # six more pushes, then the call's return slot
+    layout.word(slot, ret_entry)
+    layout.word(SP + 0x10, ret_eval)   # a stale return address into other code below it
+    return pc, SP, rbp, ret_entry, slot
+
+
+def test_entry_return_finds_the_native_function_that_entered_the_trace():
+    from jit_unwind.unwind import unwind_registered_trace
+    layout = Layout()
+    pc, sp, rbp, ret_entry, slot = _trace_entered_by_a_native_function(layout)
+    start = lambda address: CODE + 0x300 if address >= CODE + 0x300 else CODE + 0x100  # noqa: E731
+    ctx = layout.context(pc, sp, {"rbp": rbp, "rbx": 99}, function_start=start)
+    result = unwind_registered_trace(ctx)
+    assert result.method == "entry-return"
+    assert (result.caller_pc, result.caller_sp) == (ret_entry, slot + 8)
+    # rbp is the entry function's, nothing else is passed through from a trace.
+    assert result.saved == {"rbp": rbp}
+    # The full trace plan reaches it as well (no shim in JIT code to find first).
+    ctx = layout.context(pc, sp, {"rbp": rbp}, function_start=start)
+    assert unwind_jit_frame(ctx).method == "entry-return"
+
+
+def test_entry_return_needs_rbp_to_be_the_entry_functions_frame():
+    from jit_unwind.unwind import unwind_registered_trace
+    layout = Layout()
+    pc, sp, rbp, _ret, _slot = _trace_entered_by_a_native_function(layout)
+    start = lambda address: CODE + 0x300 if address >= CODE + 0x300 else CODE + 0x100  # noqa: E731
+    # A trace that used rbp for data: no exact answer, the debugger's rules stay.
+    for wrong in (rbp - 16, rbp + 8, 0x1234):
+        ctx = layout.context(pc, sp, {"rbp": wrong}, function_start=start)
+        assert unwind_registered_trace(ctx) is None
+    # Nor without the function's start (its prologue cannot be decoded).
+    ctx = layout.context(pc, sp, {"rbp": rbp}, function_start=lambda a: None)
+    assert unwind_registered_trace(ctx) is None

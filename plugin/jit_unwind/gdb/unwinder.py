@@ -22,8 +22,10 @@ _STRATEGIES = []
 def _strategies():
     """The core's unwind strategies, imported once JIT code is met (not at load)."""
     if not _STRATEGIES:
-        from ..unwind import UnwindContext, unwind_jit_frame, unwind_nocfi_frame
-        _STRATEGIES.extend((UnwindContext, unwind_jit_frame, unwind_nocfi_frame))
+        from ..unwind import (UnwindContext, unwind_jit_frame, unwind_nocfi_frame,
+                              unwind_registered_trace)
+        _STRATEGIES.extend((UnwindContext, unwind_jit_frame, unwind_nocfi_frame,
+                            unwind_registered_trace))
     return _STRATEGIES
 
 
@@ -124,7 +126,8 @@ class JitUnwinder(Unwinder):
         if code.source == NOCFI:
             return self._unwind_nocfi(pending_frame, regions, code, pc, sp, innermost)
         regions = STATE.named_regions()
-        if regions.is_registered(lookup):
+        registered = regions.is_registered(lookup)
+        if registered and not regions.is_trace(lookup):
             return None
         arch = pending_frame.architecture()
         if not self._supported(arch):
@@ -140,10 +143,15 @@ class JitUnwinder(Unwinder):
             read[name] = (value, number)
             return number
 
-        UnwindContext, unwind_jit_frame, _ = _strategies()
+        UnwindContext, unwind_jit_frame, _, unwind_registered_trace = _strategies()
         ctx = UnwindContext(pc, sp, self._memory, regions, read_register, innermost,
                             STATE.process.function_start)
-        result = unwind_jit_frame(ctx)
+        if registered:  # GDB has rules for it: ours only where they are exact and GDB's not
+            result = unwind_registered_trace(ctx)
+            if result is None:
+                return None
+        else:
+            result = unwind_jit_frame(ctx)
         if ctx.enters_trace():
             result = _without_stale_frames(result)
         STATE.record(pc, sp, result)
@@ -164,7 +172,7 @@ class JitUnwinder(Unwinder):
             return int(pending_frame.read_register(name))
 
         lookup = pc if innermost else pc - 1
-        UnwindContext, _, unwind_nocfi_frame = _strategies()
+        UnwindContext, _, unwind_nocfi_frame, _ = _strategies()
         ctx = UnwindContext(pc, sp, self._memory, regions, read_register, innermost,
                             STATE.process.function_start, function_at(nocfi, lookup))
         result = unwind_nocfi_frame(ctx)

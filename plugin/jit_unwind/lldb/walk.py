@@ -18,7 +18,8 @@ import lldb
 
 from ..model import Region, Unwound
 from ..session import StopCache
-from ..unwind import UnwindContext, unwind_jit_frame, unwind_nocfi_frame
+from ..unwind import (UnwindContext, unwind_jit_frame, unwind_nocfi_frame,
+                      unwind_registered_trace)
 from ..unwind.cfi import unwind_with_cfi
 from ..unwind.x86_64 import call_length_before, starts_frame_pointer
 from .settings import debug_log
@@ -104,9 +105,13 @@ class ThreadWalk:
         return code is not None and call_length_before(code) is not None
 
     def is_jit(self, pc: int, innermost: bool) -> bool:
+        """JIT code we unwind: LLDB's JIT loader has rules for registered code, which we
+        take over only for a trace (unwind_registered_trace)."""
         lookup = pc if innermost else pc - 1
-        return self.regions.jit_region_at(lookup) is not None and \
-            not self.cache.named_regions().is_registered(lookup)
+        if self.regions.jit_region_at(lookup) is None:
+            return False
+        named = self.cache.named_regions()
+        return not named.is_registered(lookup) or named.is_trace(lookup)
 
     # -- the walk ------------------------------------------------------------------
     def run(self) -> List[Step]:
@@ -215,7 +220,12 @@ class ThreadWalk:
                             innermost,
                             self.function_start)
         try:
-            result = unwind_jit_frame(ctx)
+            result = None
+            if self.cache.named_regions().is_registered(ctx.lookup_pc):
+                # The rules LLDB's JIT loader read skip the trace's entry function.
+                result = unwind_registered_trace(ctx)
+            if result is None:
+                result = unwind_jit_frame(ctx)
         except Exception as error:  # never a traceback in a backtrace
             result = Unwound("none", stop_reason=f"internal error: {error!r}")
         self.cache.record(pc, sp, result)

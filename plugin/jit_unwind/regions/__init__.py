@@ -220,6 +220,11 @@ class RegionMap:
         """True when the debugger already knows this code (GDB's JIT interface)."""
         return self.registered.find(address) is not None
 
+    def is_trace(self, address: int) -> bool:
+        """True for code a runtime enters through a shim (a CPython JIT trace)."""
+        symbol = self.symbol_at(address)
+        return symbol is not None and symbol.kind == "trace"
+
     def code_at(self, address: int) -> Optional[Region]:
         """What the unwinder asks of every frame: the JIT region or the range of code
         without CFI (source "no-cfi") holding ``address``, None for code the debugger

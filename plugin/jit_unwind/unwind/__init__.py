@@ -8,7 +8,7 @@ which keeps the plugin's load short.
 
 __all__ = ["APPLIES", "NOCFI_STRATEGIES", "STRATEGIES", "Strategy", "TRACE_STRATEGIES",
            "UnwindContext", "unwind_jit_frame", "unwind_kept_frame_pointer",
-           "unwind_nocfi_frame"]
+           "unwind_nocfi_frame", "unwind_registered_trace"]
 
 
 def __getattr__(name):

@@ -6,6 +6,7 @@ from ..model import Unwound
 from .caller_frame import caller_frame_pointer
 from .context import UnwindContext
 from .entry_record import unwind_entry_record
+from .entry_return import unwind_entry_return
 from .frame_pointer import unwind_frame_pointer
 from .jitdump_cfi import jitdump_cfi_applies, unwind_jitdump_cfi
 from .prologue import (known_start_applies, prologue_search_applies, unwind_known_start,
@@ -25,14 +26,17 @@ STRATEGIES: List[Tuple[str, Strategy]] = [
     ("prologue-search", unwind_prologue_search),
     ("frame-pointer", unwind_frame_pointer),
     ("entry-record", unwind_entry_record),
+    ("entry-return", unwind_entry_return),
     ("stack-scan", unwind_stack_scan),
 ]
 
 
-# Frameless code entered through an entry shim (CPython's JIT traces): its start is no
-# prologue and rbp holds data, so only the shim's return slot, or a guess, can tell.
+# Code entered through an entry shim (CPython's JIT traces): its start is no prologue,
+# so only the shim's return slot (a shim in JIT code, 3.13/3.14; a native function that
+# keeps rbp, 3.15), or a guess, can tell.
 TRACE_STRATEGIES = [item for item in STRATEGIES
-                    if item[0] in ("jitdump-cfi", "entry-record", "stack-scan")]
+                    if item[0] in ("jitdump-cfi", "entry-record", "entry-return",
+                                   "stack-scan")]
 
 
 # What a strategy needs that depends on the pc alone (a table row, a named start whose
@@ -73,6 +77,18 @@ def unwind_jit_frame(ctx: UnwindContext) -> Unwound:
             return _with_caller_frame_pointer(ctx, result)
     return Unwound(method="none",
                    stop_reason="no strategy found the caller of this JIT frame")
+
+
+def unwind_registered_trace(ctx: UnwindContext) -> Optional[Unwound]:
+    """The caller of a trace the debugger has unwind rules for (CPython 3.15's,
+    registered through GDB's JIT interface), where those rules skip the native function
+    that entered it (``entry_return``); None leaves the frame to the debugger."""
+    if not ctx.in_trace():
+        return None
+    result = unwind_entry_return(ctx)
+    if result is None or not ctx.plausible_caller_sp(result.caller_sp):
+        return None
+    return result
 
 
 def kept_frame_pointer_applies(ctx: UnwindContext) -> bool:
