@@ -1,6 +1,7 @@
 """CPython's own GDB commands (python-gdb.py: py-bt, py-up, py-down, py-list, py-locals)
 with jit-unwind loaded beside them, on a JIT stack: live and on its core, GDB 13 and 18,
-CPython 3.13 and 3.14.  They must show at least what they show without the plugin.
+CPython 3.13, 3.14 and 3.15.  They must show at least what they show without the
+plugin.
 
 The case that broke: the JIT trace pushes frames of its own (leaf() inlined into hot()'s
 trace), while the eval loop under it still holds the frame it entered the trace with.
@@ -11,7 +12,7 @@ import re
 
 import pytest
 
-from tests.jit_python import JIT_MINORS, jit_python
+from tests.jit_python import JIT_MINORS, binary_name, jit_python
 from tests.python_expect import SCRIPTS, marks
 from tests.support import run_gdb
 
@@ -22,13 +23,13 @@ SEPARATOR = "=====command"
 PY_FRAME = re.compile(r'^\s*File "(.+)", line (\d+), in (\S+)$', re.MULTILINE)
 
 
-@pytest.fixture(params=JIT_MINORS)
+@pytest.fixture(params=[*JIT_MINORS, "3.15-jit"])
 def minor(request):
     return request.param
 
 
 def _libpython(minor):
-    path = jit_python(minor).parent / f"python{minor}-gdb.py"
+    path = jit_python(minor).parent / f"{binary_name(minor)}-gdb.py"
     assert path.exists(), f"{path} is missing from the interpreter's archive"
     return path
 
