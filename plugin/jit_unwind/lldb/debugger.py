@@ -149,25 +149,56 @@ class LldbFrame(Frame):
         return self.end_reason
 
 
+def return_address_frames(target: "lldb.SBTarget", pc: int) -> List["lldb.SBSymbolContext"]:
+    """The symbol contexts of the functions at return address ``pc`` (looked up at
+    ``pc - 1``, as LLDB does for its own callers), the innermost inlined function
+    first, each with its own block and line: as LLDB lists its own frames there."""
+    address = target.ResolveLoadAddress(pc - 1)
+    found = target.ResolveSymbolContextForAddress(address, lldb.eSymbolContextEverything)
+    block = found.GetBlock()
+    inlined = block.GetContainingInlinedBlock() if block.IsValid() else None
+    entry = found.GetLineEntry()
+    result = []
+    while inlined is not None and inlined.IsValid() and len(result) < MAX_INLINE_DEPTH:
+        result.append(_context(found, inlined, entry))
+        entry = lldb.SBLineEntry()
+        entry.SetFileSpec(inlined.GetInlinedCallSiteFile())
+        entry.SetLine(inlined.GetInlinedCallSiteLine())
+        entry.SetColumn(inlined.GetInlinedCallSiteColumn())
+        parent = inlined.GetParent()
+        inlined = parent.GetContainingInlinedBlock() if parent.IsValid() else None
+    function = found.GetFunction()
+    result.append(_context(found, function.GetBlock() if function.IsValid() else block,
+                           entry))
+    return result
+
+
+def _context(found: "lldb.SBSymbolContext", block: "lldb.SBBlock",
+             entry: "lldb.SBLineEntry") -> "lldb.SBSymbolContext":
+    context = lldb.SBSymbolContext()
+    context.SetModule(found.GetModule())
+    context.SetCompileUnit(found.GetCompileUnit())
+    context.SetFunction(found.GetFunction())
+    context.SetSymbol(found.GetSymbol())
+    if block.IsValid():
+        context.SetBlock(block)
+    context.SetLineEntry(entry)
+    return context
+
+
 def _symbolised(target: "lldb.SBTarget", pc: int) -> List[Tuple[Optional[str], object]]:
     """(name, (file, line) or None) of the functions at return address ``pc``, the
     innermost inlined function first, as LLDB lists its own frames."""
-    address = target.ResolveLoadAddress(pc - 1)
-    context = target.ResolveSymbolContextForAddress(address, lldb.eSymbolContextEverything)
-    function, symbol = context.GetFunction(), context.GetSymbol()
-    outer = function_name(function) or (
-        symbol.GetName() if symbol.IsValid() else None)
-    block = context.GetBlock()
-    inlined = block.GetContainingInlinedBlock() if block.IsValid() else None
-    source = _line_of(context.GetLineEntry())
     result = []
-    while inlined is not None and inlined.IsValid() and len(result) < MAX_INLINE_DEPTH:
-        result.append((inlined.GetInlinedName(), source))
-        call_file = _file_name(inlined.GetInlinedCallSiteFile())
-        source = (call_file, inlined.GetInlinedCallSiteLine() or None) if call_file else None
-        parent = inlined.GetParent()
-        inlined = parent.GetContainingInlinedBlock() if parent.IsValid() else None
-    result.append((outer, source))
+    for context in return_address_frames(target, pc):
+        block = context.GetBlock()
+        if block.IsValid() and block.GetInlinedName():
+            name = block.GetInlinedName()
+        else:
+            symbol = context.GetSymbol()
+            name = function_name(context.GetFunction()) or (
+                symbol.GetName() if symbol.IsValid() else None)
+        result.append((name, _line_of(context.GetLineEntry())))
     return result
 
 

@@ -20,7 +20,8 @@ from lldb.plugins.scripted_process import ScriptedFrame
 from .. import mixed
 from ..frames import marks, walk_stopped
 from ..stack import classify, jit_label
-from .debugger import PASSTHROUGH, build_frames, provider_walk_key
+from .debugger import (PASSTHROUGH, build_frames, provider_walk_key,
+                       return_address_frames)
 from .settings import debug_log, setting, show_method
 from .state import cache_for
 from .symfile import in_symbol_file
@@ -71,10 +72,45 @@ class NamedFrame(ScriptedFrame):
         return None
 
 
-# LLDB 23.1 drops a ScriptedFrame whose pc lies in a module (and every frame after
-# it): native frames the walk found are returned as {"pc": ...} dictionaries, which LLDB
-# symbolises at the pc itself (a return address), so an inlined call shows the inlined
-# function at that address, not its caller.
+class NativeFrame(ScriptedFrame):
+    """A native caller the walk found where LLDB's own frames went wrong: at return
+    address ``pc``, with the symbol context LLDB gives its own callers there (looked up
+    at ``pc - 1``, one per inlined function), so its name, line and inlined frames are
+    those LLDB shows without JIT code.  A dictionary ``{"pc": ...}`` would be looked up
+    at ``pc`` itself: a call ending a function would name the next one."""
+
+    def __init__(self, thread, frame_id: int, pc: int, context):
+        super().__init__(thread, None)
+        self.id = frame_id
+        self.pc = pc
+        self.context = context
+
+    def get_id(self):
+        return self.id
+
+    def get_pc(self):
+        return self.pc
+
+    def get_function_name(self):
+        block = self.context.GetBlock()
+        if block.IsValid() and block.GetInlinedName():
+            return block.GetInlinedName()
+        symbol = self.context.GetSymbol()
+        return self.context.GetFunction().GetName() or (
+            symbol.GetName() if symbol.IsValid() else None)
+
+    def get_symbol_context(self):
+        return self.context
+
+    def is_inlined(self):
+        block = self.context.GetBlock()
+        return block.IsValid() and bool(block.GetInlinedName())
+
+    def is_artificial(self):
+        return False
+
+    def get_register_context(self):
+        return None
 
 
 def _only_inputs(steps, count: int) -> bool:
@@ -157,7 +193,8 @@ class JitFrameProvider(ScriptedFrameProvider):
                     result.append(NamedFrame(self.thread, len(result), step.pc,
                                              f"{name} {notes}" if notes else name))
             else:
-                result.append({"idx": len(result), "pc": step.pc})
+                for context in return_address_frames(cache.process.target, step.pc):
+                    result.append(NativeFrame(self.thread, len(result), step.pc, context))
             for frame in below.get(id(step), ()):
                 result.append(NamedFrame(self.thread, len(result), None,
                                          f"[py] {frame.function}",
