@@ -149,56 +149,64 @@ class LldbFrame(Frame):
         return self.end_reason
 
 
-def return_address_frames(target: "lldb.SBTarget", pc: int) -> List["lldb.SBSymbolContext"]:
-    """The symbol contexts of the functions at return address ``pc`` (looked up at
-    ``pc - 1``, as LLDB does for its own callers), the innermost inlined function
-    first, each with its own block and line: as LLDB lists its own frames there."""
+def _inline_chain(target: "lldb.SBTarget", pc: int):
+    """(symbol context at ``pc - 1``, [(block, file spec, line, column)]): the blocks of
+    the functions at return address ``pc`` (looked up at ``pc - 1``, as LLDB does for its
+    own callers), the innermost inlined function first, each with its line there."""
     address = target.ResolveLoadAddress(pc - 1)
     found = target.ResolveSymbolContextForAddress(address, lldb.eSymbolContextEverything)
     block = found.GetBlock()
     inlined = block.GetContainingInlinedBlock() if block.IsValid() else None
     entry = found.GetLineEntry()
-    result = []
-    while inlined is not None and inlined.IsValid() and len(result) < MAX_INLINE_DEPTH:
-        result.append(_context(found, inlined, entry))
-        entry = lldb.SBLineEntry()
-        entry.SetFileSpec(inlined.GetInlinedCallSiteFile())
-        entry.SetLine(inlined.GetInlinedCallSiteLine())
-        entry.SetColumn(inlined.GetInlinedCallSiteColumn())
+    where = (entry.GetFileSpec(), entry.GetLine(), entry.GetColumn()) \
+        if entry.IsValid() else (None, 0, 0)
+    chain = []
+    while inlined is not None and inlined.IsValid() and len(chain) < MAX_INLINE_DEPTH:
+        chain.append((inlined, *where))
+        where = (inlined.GetInlinedCallSiteFile(), inlined.GetInlinedCallSiteLine(),
+                 inlined.GetInlinedCallSiteColumn())
         parent = inlined.GetParent()
         inlined = parent.GetContainingInlinedBlock() if parent.IsValid() else None
     function = found.GetFunction()
-    result.append(_context(found, function.GetBlock() if function.IsValid() else block,
-                           entry))
-    return result
+    chain.append((function.GetBlock() if function.IsValid() else block, *where))
+    return found, chain
 
 
-def _context(found: "lldb.SBSymbolContext", block: "lldb.SBBlock",
-             entry: "lldb.SBLineEntry") -> "lldb.SBSymbolContext":
-    context = lldb.SBSymbolContext()
-    context.SetModule(found.GetModule())
-    context.SetCompileUnit(found.GetCompileUnit())
-    context.SetFunction(found.GetFunction())
-    context.SetSymbol(found.GetSymbol())
-    if block.IsValid():
-        context.SetBlock(block)
-    context.SetLineEntry(entry)
-    return context
+def return_address_frames(target: "lldb.SBTarget", pc: int) -> List["lldb.SBSymbolContext"]:
+    """The symbol contexts LLDB gives its own frames at return address ``pc``: one per
+    function there, the innermost inlined function first, each with its block and line."""
+    found, chain = _inline_chain(target, pc)
+    contexts = []
+    for block, spec, line, column in chain:
+        context = lldb.SBSymbolContext()
+        context.SetModule(found.GetModule())
+        context.SetCompileUnit(found.GetCompileUnit())
+        context.SetFunction(found.GetFunction())
+        context.SetSymbol(found.GetSymbol())
+        if block.IsValid():
+            context.SetBlock(block)
+        if spec is not None and spec.IsValid():
+            entry = lldb.SBLineEntry()
+            entry.SetFileSpec(spec)
+            entry.SetLine(line)
+            entry.SetColumn(column)
+            context.SetLineEntry(entry)
+        contexts.append(context)
+    return contexts
 
 
 def _symbolised(target: "lldb.SBTarget", pc: int) -> List[Tuple[Optional[str], object]]:
     """(name, (file, line) or None) of the functions at return address ``pc``, the
     innermost inlined function first, as LLDB lists its own frames."""
+    found, chain = _inline_chain(target, pc)
+    symbol = found.GetSymbol()
+    outer = function_name(found.GetFunction()) or (
+        symbol.GetName() if symbol.IsValid() else None)
     result = []
-    for context in return_address_frames(target, pc):
-        block = context.GetBlock()
-        if block.IsValid() and block.GetInlinedName():
-            name = block.GetInlinedName()
-        else:
-            symbol = context.GetSymbol()
-            name = function_name(context.GetFunction()) or (
-                symbol.GetName() if symbol.IsValid() else None)
-        result.append((name, _line_of(context.GetLineEntry())))
+    for block, spec, line, _column in chain:
+        name = block.GetInlinedName() if block.IsValid() else None
+        file_name = _file_name(spec)
+        result.append((name or outer, (file_name, line or None) if file_name else None))
     return result
 
 
