@@ -72,3 +72,57 @@ def test_callers_below_jit_frames_as_without_jit(minor, tmp_path):
     assert "Py_BytesMain" in [name for name, _ in expected], off_live
     for bt in (on_live, on_core):
         assert below_eval_loop(bt) == expected, f"JIT on:\n{bt}\nJIT off:\n{off_live}"
+
+
+# "#13  pymain_run_file_obj at /opt/.../Modules/main.c:410"
+MIXED_FRAME = re.compile(r"^#\d+\s+(\S+)(?: at (\S+))?$")
+
+
+def mixed_frames(text: str, artificial=frozenset()):
+    """(function, file name:line) of py-mixed-bt's native frames but ``artificial``."""
+    found = []
+    for line in text.splitlines():
+        match = MIXED_FRAME.match(line.strip())
+        if match and match.group(1) not in artificial:
+            where = match.group(2)
+            found.append((match.group(1), where.rsplit("/", 1)[-1] if where else None))
+    return found
+
+
+def made_up(bt: str):
+    """The functions of the tail-call frames LLDB makes up in ``bt``."""
+    names = set()
+    for line in bt.splitlines():
+        match = FRAME.match(line)
+        function = FUNCTION.match(match.group(1)) if match else None
+        if function and "[artificial]" in line:
+            names.add(function.group(1))
+    return names
+
+
+def after_eval_loop(listed):
+    names = [name for name, _ in listed]
+    assert EVAL_LOOP in names, listed
+    return listed[len(names) - names[::-1].index(EVAL_LOOP):]
+
+
+@pytest.mark.parametrize("minor", JIT_MINORS)
+def test_lldb19_py_mixed_bt_reaches_main_below_jit_frames(minor, tmp_path):
+    """lldb-19 has no frame providers: its own ``bt`` may stop in JIT code; py-mixed-bt
+    lists the callers it lists with the JIT off (but its made-up tail-call frames), to
+    ``_start``, live and on its core."""
+    lldb = driver("lldb19")
+    program = [jit_python(minor), SCRIPT, "kill"]
+    commands = ["bt", "py-mixed-bt"]
+    off = lldb.launch(program, commands, env={"PYTHON_JIT": "0"})
+    expected = after_eval_loop(mixed_frames(off.output("py-mixed-bt"),
+                                            made_up(off.output("bt"))))
+    assert expected[-1][0] == "_start" and "Py_BytesMain" in [n for n, _ in expected], \
+        off.whole
+    core = tmp_path / "jit1.dmp"
+    live = lldb.launch(program, commands, env={"PYTHON_JIT": "1"}, core=core)
+    from_core = lldb.open_core(program, core, ["py-mixed-bt"])
+    for text in (live.output("py-mixed-bt"), from_core.output("py-mixed-bt")):
+        assert "[jit" in text and "backtrace stopped" not in text, text
+        assert after_eval_loop(mixed_frames(text)) == expected, \
+            f"JIT on:\n{text}\nJIT off:\n{off.whole}"
