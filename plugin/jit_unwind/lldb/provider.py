@@ -19,7 +19,7 @@ from lldb.plugins.scripted_process import ScriptedFrame
 
 from .. import mixed
 from ..frames import marks, walk_stopped
-from ..stack import classify, jit_label
+from ..stack import MAX_FRAMES, classify, jit_label
 from .debugger import (PASSTHROUGH, build_frames, provider_walk_key,
                        return_address_frames)
 from .settings import debug_log, setting, show_method
@@ -27,7 +27,6 @@ from .state import cache_for
 from .symfile import in_symbol_file
 from .walk import ThreadWalk
 
-MAX_INPUT_FRAMES = 20000
 CALLER_GUESSED = "[its caller: guess: found by stack scan]"
 UNREADABLE = ("[its code cannot be read: a core file without it? LLDB's "
               "`process save-core --style full` keeps it]")
@@ -148,7 +147,7 @@ class JitFrameProvider(ScriptedFrameProvider):
             if not cache.regions().has_jit() and not python:
                 cache.per_stop(key, lambda: PASSTHROUGH)
                 return False
-            count = min(self.input_frames.GetSize(), MAX_INPUT_FRAMES)
+            count = min(self.input_frames.GetSize(), MAX_FRAMES)
             inputs = [self.input_frames.GetFrameAtIndex(i) for i in range(count)]
             steps = cache.per_stop(key, lambda: ThreadWalk(
                 cache.process.target, cache, inputs).run())
