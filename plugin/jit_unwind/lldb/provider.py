@@ -76,7 +76,10 @@ class NativeFrame(ScriptedFrame):
     address ``pc``, with the symbol context LLDB gives its own callers there (looked up
     at ``pc - 1``, one per inlined function), so its name, line and inlined frames are
     those LLDB shows without JIT code.  A dictionary ``{"pc": ...}`` would be looked up
-    at ``pc`` itself: a call ending a function would name the next one."""
+    at ``pc`` itself: a call ending a function would name the next one.
+
+    It defines each method itself, as NamedFrame does: made a subclass of NamedFrame, or
+    both of a common base, LLDB 23.1 dropped these frames and every frame after them."""
 
     def __init__(self, thread, frame_id: int, pc: int, context):
         super().__init__(thread, None)
