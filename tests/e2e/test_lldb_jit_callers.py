@@ -18,6 +18,10 @@ from tests.jit_python import JIT_MINORS, jit_python
 from tests.python_expect import SCRIPTS
 
 SCRIPT = SCRIPTS / "jit_scenarios.py"
+# Two stops in a C function a trace calls: after ``kill``'s trace LLDB's own unwinder
+# loses the stack (the walk finds the callers); after raise_in_hot_loop's it does not
+# (the walk hands LLDB's frames through).
+STOPS = {"kill": [SCRIPT, "kill"], "raise": [SCRIPTS / "raise_in_hot_loop.py"]}
 EVAL_LOOP = "_PyEval_EvalFrameDefault"
 # "frame #12: 0x... python3.14`run_mod(mod=...) at pythonrun.c:1460:19 [synthetic]"
 FRAME = re.compile(r"^\s*\*?\s*frame #\d+: (?:0x[0-9a-f]+ )?(.*)$")
@@ -52,20 +56,21 @@ def below_eval_loop(bt: str):
     return listed[len(names) - names[::-1].index(EVAL_LOOP):]
 
 
-def stop(minor: str, tmp_path, jit: bool):
-    """LLDB 23's bt of ``jit_scenarios.py kill`` at its SIGTRAP: live and on its core."""
+def stop(minor: str, tmp_path, jit: bool, scenario: str = "kill"):
+    """LLDB 23's bt of ``scenario`` at its SIGTRAP: live and on its core."""
     core = tmp_path / f"jit{int(jit)}.dmp"
-    program = [jit_python(minor), SCRIPT, "kill"]
+    program = [jit_python(minor), *STOPS[scenario]]
     lldb = driver("lldb23")
     live = lldb.launch(program, ["bt"], env={"PYTHON_JIT": "1" if jit else "0"},
                        core=core)
     return live.output("bt"), lldb.open_core(program, core, ["bt"]).output("bt")
 
 
+@pytest.mark.parametrize("scenario", STOPS)
 @pytest.mark.parametrize("minor", JIT_MINORS)
-def test_callers_below_jit_frames_as_without_jit(minor, tmp_path):
-    on_live, on_core = stop(minor, tmp_path, True)
-    off_live, _ = stop(minor, tmp_path, False)
+def test_callers_below_jit_frames_as_without_jit(minor, scenario, tmp_path):
+    on_live, on_core = stop(minor, tmp_path, True, scenario)
+    off_live, _ = stop(minor, tmp_path, False, scenario)
     assert "[jit" in on_live and "[jit" in on_core, on_live + on_core
     expected = below_eval_loop(off_live)
     assert [name for name, _ in expected][-1] == "_start", off_live
