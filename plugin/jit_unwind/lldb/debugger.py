@@ -195,6 +195,28 @@ def return_address_frames(target: "lldb.SBTarget", pc: int) -> List["lldb.SBSymb
     return contexts
 
 
+def symbolised_alike(target: "lldb.SBTarget", pc: int) -> bool:
+    """LLDB shows a frame at return address ``pc`` looked up at ``pc`` itself as it
+    shows its own caller there (looked up at ``pc - 1``): same function, no inlined
+    function, same line (the column may be the return address's).  Such a frame can be
+    a ``{"pc": ...}`` dictionary, which costs LLDB less than a ScriptedFrame (a stack of
+    2,000 frameless toy JIT frames: 2.6 s against 4 s)."""
+    def where(address):
+        found = target.ResolveSymbolContextForAddress(
+            target.ResolveLoadAddress(address), lldb.eSymbolContextEverything)
+        block = found.GetBlock()
+        if block.IsValid() and block.GetContainingInlinedBlock().IsValid():
+            return None
+        start = found.GetSymbol().GetStartAddress().GetLoadAddress(target) \
+            if found.GetSymbol().IsValid() else None
+        entry = found.GetLineEntry()
+        line = (_file_name(entry.GetFileSpec()), entry.GetLine()) \
+            if entry.IsValid() else None
+        return start, line
+    before = where(pc - 1)
+    return before is not None and before[0] is not None and before == where(pc)
+
+
 def _symbolised(target: "lldb.SBTarget", pc: int) -> List[Tuple[Optional[str], object]]:
     """(name, (file, line) or None) of the functions at return address ``pc``, the
     innermost inlined function first, as LLDB lists its own frames."""
@@ -214,6 +236,7 @@ def build_frames(target, steps: List[Step], sbframe_of) -> List[LldbFrame]:
     """The thread's native frames from its walk: ``sbframe_of(step)`` is the LLDB frame of
     an input step.  A note ending the walk becomes the last frame's ``end_reason``."""
     frames: List[LldbFrame] = []
+    symbolised: Dict[int, list] = {}
     for step in steps:
         if len(frames) >= MAX_FRAMES:
             break
@@ -227,7 +250,9 @@ def build_frames(target, steps: List[Step], sbframe_of) -> List[LldbFrame]:
         elif step.jit:
             frames.append(LldbFrame(len(frames), step, pc=step.pc, frames=frames))
         else:
-            for name, source in _symbolised(target, step.pc):
+            if step.pc not in symbolised:  # a stack through JIT code repeats a few
+                symbolised[step.pc] = _symbolised(target, step.pc)
+            for name, source in symbolised[step.pc]:
                 frames.append(LldbFrame(len(frames), step, pc=step.pc, name=name,
                                         source=source, frames=frames))
     return frames

@@ -21,7 +21,7 @@ from .. import mixed
 from ..frames import marks, walk_stopped
 from ..stack import MAX_FRAMES, classify, jit_label
 from .debugger import (PASSTHROUGH, build_frames, provider_walk_key,
-                       return_address_frames)
+                       return_address_frames, symbolised_alike)
 from .settings import debug_log, setting, show_method
 from .state import cache_for
 from .symfile import in_symbol_file
@@ -172,6 +172,7 @@ class JitFrameProvider(ScriptedFrameProvider):
         for frame in frames:
             frame_of.setdefault(id(frame.step), frame)
         result = []
+        contexts = {}  # return address -> its symbol contexts
         for step in steps:
             step.position = len(result)
             if step.index is not None:
@@ -195,7 +196,13 @@ class JitFrameProvider(ScriptedFrameProvider):
                     result.append(NamedFrame(self.thread, len(result), step.pc,
                                              f"{name} {notes}" if notes else name))
             else:
-                for context in return_address_frames(cache.process.target, step.pc):
+                if step.pc not in contexts:  # a stack through JIT code repeats a few
+                    target = cache.process.target
+                    contexts[step.pc] = None if symbolised_alike(target, step.pc) else \
+                        return_address_frames(target, step.pc)
+                if contexts[step.pc] is None:  # a dictionary costs LLDB less
+                    result.append({"idx": len(result), "pc": step.pc})
+                for context in contexts[step.pc] or ():
                     result.append(NativeFrame(self.thread, len(result), step.pc, context))
             for frame in below.get(id(step), ()):
                 result.append(NamedFrame(self.thread, len(result), None,
