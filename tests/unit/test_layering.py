@@ -60,3 +60,27 @@ def test_the_adapter_keeps_no_core_logic():
     py-mixed-bt)."""
     gdb_modules = {path.stem for path in (PACKAGE / "gdb").glob("*.py")}
     assert not gdb_modules & {"discovery", "python_runtime", "mixed_bt"}
+
+
+# What a walk decides, which the core owns: its frame limit, which registers a callee
+# keeps, whether an address follows a call.
+CORE_POLICY_NAMES = {"MAX_FRAMES", "MAX_INPUT_FRAMES", "CALLEE_SAVED"}
+CORE_POLICY_IMPORTS = {"call_length_before"}
+
+
+def test_adapters_keep_no_walk_policy():
+    """gdb/ and lldb/ take the frame limit, the callee-saved registers and the
+    return-address test from the core rather than defining their own."""
+    offenders = []
+    for adapter in ADAPTERS:
+        for path in (PACKAGE / adapter).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Assign):
+                    offenders += [f"{path}: defines {target.id}" for target in node.targets
+                                  if isinstance(target, ast.Name)
+                                  and target.id in CORE_POLICY_NAMES]
+                elif isinstance(node, ast.ImportFrom):
+                    offenders += [f"{path}: imports {alias.name}" for alias in node.names
+                                  if alias.name in CORE_POLICY_IMPORTS]
+    assert not offenders
+    assert list((PACKAGE / "lldb").glob("*.py"))

@@ -20,14 +20,14 @@ from lldb.plugins.scripted_process import ScriptedFrame
 from .. import mixed
 from . import frame_format
 from ..frames import marks, walk_stopped
-from ..stack import classify, jit_label
-from .debugger import PASSTHROUGH, build_frames, provider_walk_key
+from ..stack import MAX_FRAMES, classify, jit_label
+from .debugger import (PASSTHROUGH, build_frames, provider_walk_key,
+                       return_address_frames, symbolised_alike)
 from .settings import debug_log, setting, show_method
 from .state import cache_for
 from .symfile import in_symbol_file
 from .walk import ThreadWalk
 
-MAX_INPUT_FRAMES = 20000
 CALLER_GUESSED = "[its caller: guess: found by stack scan]"
 UNREADABLE = ("[its code cannot be read: a core file without it? LLDB's "
               "`process save-core --style full` keeps it]")
@@ -72,10 +72,48 @@ class NamedFrame(ScriptedFrame):
         return None
 
 
-# LLDB 23.1 drops a ScriptedFrame whose pc lies in a module (and every frame after
-# it): native frames the walk found are returned as {"pc": ...} dictionaries, which LLDB
-# symbolises at the pc itself (a return address), so an inlined call shows the inlined
-# function at that address, not its caller.
+class NativeFrame(ScriptedFrame):
+    """A native caller the walk found where LLDB's own frames went wrong: at return
+    address ``pc``, with the symbol context LLDB gives its own callers there (looked up
+    at ``pc - 1``, one per inlined function), so its name, line and inlined frames are
+    those LLDB shows without JIT code.  A dictionary ``{"pc": ...}`` would be looked up
+    at ``pc`` itself: a call ending a function would name the next one.
+
+    It defines each method itself, as NamedFrame does: made a subclass of NamedFrame, or
+    both of a common base, LLDB 23.1 dropped these frames and every frame after them."""
+
+    def __init__(self, thread, frame_id: int, pc: int, context):
+        super().__init__(thread, None)
+        self.id = frame_id
+        self.pc = pc
+        self.context = context
+
+    def get_id(self):
+        return self.id
+
+    def get_pc(self):
+        return self.pc
+
+    def get_function_name(self):
+        block = self.context.GetBlock()
+        if block.IsValid() and block.GetInlinedName():
+            return block.GetInlinedName()
+        symbol = self.context.GetSymbol()
+        return self.context.GetFunction().GetName() or (
+            symbol.GetName() if symbol.IsValid() else None)
+
+    def get_symbol_context(self):
+        return self.context
+
+    def is_inlined(self):
+        block = self.context.GetBlock()
+        return block.IsValid() and bool(block.GetInlinedName())
+
+    def is_artificial(self):
+        return False
+
+    def get_register_context(self):
+        return None
 
 
 def _only_inputs(steps, count: int) -> bool:
@@ -130,7 +168,7 @@ class JitFrameProvider(ScriptedFrameProvider):
             if not cache.regions().has_jit() and not python:
                 cache.per_stop(key, lambda: PASSTHROUGH)
                 return False
-            count = min(self.input_frames.GetSize(), MAX_INPUT_FRAMES)
+            count = min(self.input_frames.GetSize(), MAX_FRAMES)
             inputs = [self.input_frames.GetFrameAtIndex(i) for i in range(count)]
             steps = cache.per_stop(key, lambda: ThreadWalk(
                 cache.process.target, cache, inputs).run())
@@ -154,6 +192,7 @@ class JitFrameProvider(ScriptedFrameProvider):
         for frame in frames:
             frame_of.setdefault(id(frame.step), frame)
         result = []
+        contexts = {}  # return address -> its symbol contexts
         for step in steps:
             step.position = len(result)
             if step.index is not None:
@@ -177,7 +216,14 @@ class JitFrameProvider(ScriptedFrameProvider):
                     result.append(NamedFrame(self.thread, len(result), step.pc,
                                              f"{name} {notes}" if notes else name))
             else:
-                result.append({"idx": len(result), "pc": step.pc})
+                if step.pc not in contexts:  # a stack through JIT code repeats a few
+                    target = cache.process.target
+                    contexts[step.pc] = None if symbolised_alike(target, step.pc) else \
+                        return_address_frames(target, step.pc)
+                if contexts[step.pc] is None:  # a dictionary costs LLDB less
+                    result.append({"idx": len(result), "pc": step.pc})
+                for context in contexts[step.pc] or ():
+                    result.append(NativeFrame(self.thread, len(result), step.pc, context))
             for frame in below.get(id(step), ()):
                 result.append(NamedFrame(self.thread, len(result), None,
                                          f"[py] {frame.function}",

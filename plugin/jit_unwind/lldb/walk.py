@@ -18,15 +18,15 @@ import lldb
 
 from ..model import Region, Unwound
 from ..session import StopCache
+from ..stack import MAX_FRAMES
 from ..unwind import (UnwindContext, unwind_jit_frame, unwind_nocfi_frame,
                       unwind_registered_trace)
-from ..unwind.cfi import unwind_with_cfi
-from ..unwind.x86_64 import call_length_before, starts_frame_pointer
+from ..unwind.cfi import CALLEE_SAVED, unwind_with_cfi
+from ..unwind.context import follows_call
+from ..unwind.x86_64 import starts_frame_pointer
 from .settings import debug_log
 
-MAX_FRAMES = 20000  # a walk never emits more frames than this
-REGISTERS = ("rip", "rsp", "rbp", "rbx", "r12", "r13", "r14", "r15")
-CALLEE_SAVED = ("rbp", "rbx", "r12", "r13", "r14", "r15")
+REGISTERS = ("rip", "rsp", *CALLEE_SAVED)
 
 
 @dataclass
@@ -97,13 +97,6 @@ class ThreadWalk:
         symbol = self.target.ResolveLoadAddress(address).GetSymbol()
         return symbol.GetName() or "" if symbol.IsValid() else ""
 
-    def is_return_address(self, address: int) -> bool:
-        """``address`` follows a call in executable memory."""
-        if address < 16 or not self.regions.is_executable(address - 1):
-            return False
-        code = self.memory.try_read(address - 8, 8)
-        return code is not None and call_length_before(code) is not None
-
     def is_jit(self, pc: int, innermost: bool) -> bool:
         """JIT code we unwind: LLDB's JIT loader has rules for registered code, which we
         take over only for a trace (unwind_registered_trace)."""
@@ -164,7 +157,7 @@ class ThreadWalk:
         if caller_pc is None:
             return
         if not self.is_jit(caller_pc, False) and not (
-                self.past_native_end and self.is_return_address(caller_pc)):
+                self.past_native_end and follows_call(self.memory, self.regions, caller_pc)):
             return
         registers = frame_registers(last)
         registers["rip"], registers["rsp"] = caller_pc, cfa

@@ -11,6 +11,17 @@ from .x86_64 import call_length_before, starts_frame_pointer
 MAX_FRAME_SIZE = 16 << 20  # a caller's sp further than this above sp is not believed
 
 
+def follows_call(memory, regions, address: int) -> bool:
+    """True if ``address`` is in executable memory right after a call instruction."""
+    if address < 16 or not regions.is_executable(address - 1):
+        return False
+    try:
+        before = memory.read(address - 8, 8)
+    except MemoryReadError:
+        return False
+    return call_length_before(before) is not None
+
+
 @dataclass
 class UnwindContext:
     pc: int
@@ -61,13 +72,7 @@ class UnwindContext:
         return known
 
     def _is_return_address(self, address: int) -> bool:
-        if address < 16 or not self.regions.is_executable(address - 1):
-            return False
-        try:
-            before = self.memory.read(address - 8, 8)
-        except MemoryReadError:
-            return False
-        return call_length_before(before) is not None
+        return follows_call(self.memory, self.regions, address)
 
     def is_stack_address(self, address: int) -> bool:
         """True if ``address`` lies in the mapping that holds this frame's sp."""
