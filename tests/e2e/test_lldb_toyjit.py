@@ -141,7 +141,7 @@ def test_settings_show_method_and_debug():
     assert "show-method" in output and "python-frames" in output, output
     values = output.split("(lldb) jit-unwind\n")[1].split("(lldb) ")[0]
     assert values.split() == ["show-method:", "off", "debug:", "off", "python-frames:", "on",
-                              "symbol-file:", "on", "jitdump:", "auto"]
+                              "frame-format:", "on", "symbol-file:", "on", "jitdump:", "auto"]
     plain = output.split("(lldb) bt\n")[1].split("(lldb) jit-unwind show-method on")[0]
     shown = output.split("(lldb) jit-unwind show-method on")[1]
     assert "[via " not in plain and "jit-unwind: frame #" not in output, output

@@ -29,7 +29,7 @@ from elftools.elf.elffile import ELFFile
 from jit_unwind import debugger
 from jit_unwind.regions import Mapping
 from jit_unwind.target import Memory, MemoryReadError
-from jit_unwind.unwind import UnwindContext, unwind_jit_frame
+from jit_unwind.unwind import UnwindContext, unwind_jit_frame, unwind_registered_trace
 from jit_unwind.unwind.cfi import unwind_with_cfi
 from jit_unwind.unwind.x86_64 import starts_frame_pointer
 
@@ -364,14 +364,17 @@ class CoreFrame(debugger.Frame):
         cache = process.cache
         lookup = self._lookup()
         regions = cache.regions()
-        registered_start = None
-        if regions.jit_region_at(lookup) is not None and not process.plain:
+        registered = False
+        if regions.jit_region_at(lookup) is not None:
             named = cache.named_regions()
-            if not named.is_registered(lookup):
+            registered = named.is_registered(lookup)
+            if not registered and not process.plain:
                 return self._unwind_jit(pc, sp, named)
-            # Code registered through GDB's JIT interface: GDB unwinds it with the
-            # registered file's own information; here, by its frame pointer.
-            registered_start = named.symbol_at(lookup).start
+            if registered and not process.plain and named.is_trace(lookup):
+                # What the GDB unwinder does before GDB's rules for a registered trace.
+                traced = self._unwind_registered_trace(pc, sp, named)
+                if traced is not None:
+                    return traced
         name = self.function_name()
         if name in OUTERMOST_FUNCTIONS:
             return Unwinding(outermost=True)
@@ -381,28 +384,47 @@ class CoreFrame(debugger.Frame):
             caller = unwind_with_cfi(process.memory, located[0], located[1], self.registers)
             if caller == {}:
                 return Unwinding(outermost=True)
+        if caller is None and registered:
+            # Code registered through GDB's JIT interface: the registered file's CFI,
+            # CPython 3.15's steady-state rule at every pc (CFA = rbp + 16).
+            caller = self._frame_pointer_rule()
         if caller is None:
-            caller = self._frame_pointer(lookup, registered_start)
+            caller = self._frame_pointer(lookup)
         if caller is None:
             return Unwinding(reason="cannot unwind this frame: no call frame information "
                                     "and no frame pointer")
         return self._checked(caller, sp)
 
-    def _frame_pointer(self, lookup: int, start: Optional[int] = None
-                       ) -> Optional[Dict[str, int]]:
+    def _frame_pointer(self, lookup: int) -> Optional[Dict[str, int]]:
         process = self.thread.process
-        if start is None:
-            found = process.symbols.function(lookup)
-            start = found[0] if found else None
-        code = process.memory.try_read(start, 8) if start is not None else None
+        found = process.symbols.function(lookup)
+        code = process.memory.try_read(found[0], 8) if found else None
+        if code is None or not starts_frame_pointer(code):
+            return None
+        return self._frame_pointer_rule()
+
+    def _frame_pointer_rule(self) -> Optional[Dict[str, int]]:
+        process = self.thread.process
         rbp = self.registers.get("rbp")
-        if code is None or not starts_frame_pointer(code) or rbp is None:
+        if rbp is None:
             return None
         caller_pc = process.memory.try_read_u64(rbp + 8)
         saved = process.memory.try_read_u64(rbp)
         if caller_pc is None or saved is None:
             return None
         return {"rip": caller_pc, "rsp": rbp + 16, "rbp": saved}
+
+    def _unwind_registered_trace(self, pc: int, sp: int, regions) -> Optional[Unwinding]:
+        process = self.thread.process
+        ctx = UnwindContext(pc, sp, process.memory, regions, self.registers.get,
+                            self._level == 0, process.function_start)
+        result = unwind_registered_trace(ctx)
+        if result is None:
+            return None
+        process.cache.record(pc, sp, result)
+        caller = dict(result.saved)
+        caller["rip"], caller["rsp"] = result.caller_pc, result.caller_sp
+        return self._checked(caller, sp)
 
     def _unwind_jit(self, pc: int, sp: int, regions) -> Unwinding:
         process = self.thread.process
