@@ -13,7 +13,8 @@ from ..target import Memory
 from .errors import ObjectError
 from .layout import Layout
 
-__all__ = ["StructReader", "read_struct", "read_unicode", "unicode_state_bits", "read_bytes", "read_c_string", "read_type_name",
+__all__ = ["StructReader", "read_struct", "read_unicode",
+           "unicode_state_bits", "read_bytes", "read_c_string", "read_type_name",
            "MAX_STRING", "MAX_BYTES"]
 
 MAX_STRING = 1 << 16  # characters of a name or file name we are willing to read
