@@ -111,8 +111,9 @@ def symbol_address(mappings: Iterable[Mapping], name: str,
     ``full_tables`` also searches each ``.symtab`` (names that are not exported), which
     pyelftools does by parsing every symbol: seconds for a large library, so only for
     names worth it."""
-    files = list(_mapped_files(mappings))
-    for path, elf, bias in files:
+    files = []  # opened as far as needed: the program's own file often has the name
+    for path, elf, bias in _mapped_files(mappings):
+        files.append((path, elf, bias))
         symbol = _exported_symbol(path, elf, name)
         if symbol is not None:
             return symbol["st_value"] + bias

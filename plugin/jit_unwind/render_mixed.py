@@ -1,6 +1,5 @@
 """Text and JSON for ``py-mixed-bt``: no debugger I/O here, callers print the strings."""
 
-import json
 from typing import Dict, List, Optional
 
 from .cpython.model import PyFrame
@@ -98,4 +97,5 @@ def to_json(threads: List[MixedThread], python_version: Optional[str],
             item["frames"] = [_native_json(f) for f in thread.frames]
             item["stop_reason"] = thread.stop_reason or None
         document["threads"].append(item)
+    import json  # only for --json: a millisecond of the text command's first run
     return json.dumps(document, indent=2)

@@ -6,30 +6,71 @@ address.  They raise :class:`~jit_unwind.target.MemoryReadError` for unreadable 
 """
 
 import struct
+from operator import itemgetter
 from typing import Dict, Mapping, Tuple
 
 from ..target import Memory
 from .errors import ObjectError
 from .layout import Layout
 
-__all__ = ["read_struct", "read_unicode", "unicode_state_bits", "read_bytes", "read_c_string", "read_type_name",
+__all__ = ["StructReader", "read_struct", "read_unicode",
+           "unicode_state_bits", "read_bytes", "read_c_string", "read_type_name",
            "MAX_STRING", "MAX_BYTES"]
 
 MAX_STRING = 1 << 16  # characters of a name or file name we are willing to read
 MAX_BYTES = 1 << 22   # bytes of a co_linetable
 
 
+class StructReader:
+    """A C struct's fields (``{name: (offset, format)}``, :mod:`struct` formats:
+    ``"Q"`` pointer/unsigned long, ``"q"`` int64, ``"i"`` int, ``"b"`` char, ``"?"``
+    bool) read with a single memory read and one unpack, the plan made once: some
+    structs are read thousands of times a stop (an interpreter frame per Python frame)."""
+
+    def __init__(self, fields: Mapping[str, Tuple[int, str]]):
+        self.names = tuple(fields)
+        self.low = min(offset for offset, _ in fields.values())
+        high = max(offset + struct.calcsize("<" + fmt) for offset, fmt in fields.values())
+        self.size = high - self.low
+        order = sorted(range(len(self.names)), key=lambda i: fields[self.names[i]][0])
+        layout, at = "<", self.low
+        for index in order:
+            offset, fmt = fields[self.names[index]]
+            if offset < at:  # overlapping fields: one unpack each
+                self._unpack = None
+                self._fields = [(struct.Struct("<" + fmt).unpack_from, offset - self.low)
+                                for offset, fmt in fields.values()]
+                return
+            layout += f"{offset - at}x{fmt}" if offset > at else fmt
+            at = offset + struct.calcsize("<" + fmt)
+        self._unpack = struct.Struct(layout).unpack_from
+        # position of each field (in ``names`` order) among the unpacked values
+        positions = [order.index(i) for i in range(len(self.names))]
+        pick = itemgetter(*positions)
+        self._pick = pick if len(positions) > 1 else lambda values: (pick(values),)
+
+    def read(self, memory: Memory, address: int) -> Tuple[int, ...]:
+        """The fields' values in ``names`` order; raises MemoryReadError."""
+        data = memory.read(address + self.low, self.size)
+        if self._unpack is None:
+            return tuple(unpack(data, at)[0] for unpack, at in self._fields)
+        return self._pick(self._unpack(data))
+
+
+_readers: Dict[Tuple, StructReader] = {}
+
+
 def read_struct(memory: Memory, address: int,
                 fields: Mapping[str, Tuple[int, str]]) -> Dict[str, int]:
-    """Read several fields of one C struct with a single memory read.
-
-    ``fields`` maps a name to ``(offset, format)`` with a :mod:`struct` format
-    (``"Q"`` pointer/unsigned long, ``"q"`` int64, ``"i"`` int, ``"b"`` char, ``"?"`` bool)."""
-    low = min(offset for offset, _ in fields.values())
-    high = max(offset + struct.calcsize("<" + fmt) for offset, fmt in fields.values())
-    data = memory.read(address + low, high - low)
-    return {name: struct.unpack_from("<" + fmt, data, offset - low)[0]
-            for name, (offset, fmt) in fields.items()}
+    """Read several fields of one C struct with a single memory read (see
+    :class:`StructReader` for ``fields``)."""
+    key = tuple(fields.items())
+    reader = _readers.get(key)
+    if reader is None:
+        if len(_readers) >= 256:
+            _readers.clear()
+        reader = _readers[key] = StructReader(fields)
+    return dict(zip(reader.names, reader.read(memory, address)))
 
 
 def unicode_state_bits(state: int, free_threaded: bool) -> Tuple[int, int, int]:

@@ -20,14 +20,14 @@ import struct
 from dataclasses import dataclass, replace
 from typing import Callable, List, Optional, Tuple
 
-from ..target import Memory, MemoryReadError
+from ..target import Memory, MemoryReadError, PageCache
 from .code import CodeReader
 from .debug_offsets import COOKIE, layout_from_debug_offsets
 from .errors import LayoutError, ObjectError, RuntimeNotFoundError, UnsupportedVersionError
 from .layout import (ENTRY_SHIM_OWNER, FIRST_SHIM_OWNER, OWNER_NAMES, Layout,
                      check_supported, static_layout)
 from .model import PyFrame, PyInterpreter, PyThread
-from .objects import read_struct
+from .objects import StructReader, read_struct
 from .version import PyVersion, VersionLike, as_version
 
 __all__ = ["SymbolLookup", "RawFrame", "CPythonRuntime", "find_runtime",
@@ -120,11 +120,14 @@ class CPythonRuntime:
 
     def __init__(self, memory: Memory, address: int, layout: Layout,
                  max_frames: int = MAX_FRAMES):
-        self.memory = memory
+        # one stop's reads: thousands of small ones in a few pages
+        self.memory = memory if isinstance(memory, PageCache) else PageCache(memory)
         self.address = address
         self.layout = layout
         self.max_frames = max_frames
-        self.codes = CodeReader(memory, layout)
+        self.codes = CodeReader(self.memory, layout)
+        self._frame_reader: Optional[StructReader] = None
+        self._by_native_id: Optional[dict] = None
 
     @property
     def version(self) -> PyVersion:
@@ -181,20 +184,23 @@ class CPythonRuntime:
 
     def read_raw_frame(self, address: int) -> RawFrame:
         """One ``_PyInterpreterFrame`` record.  Raises MemoryReadError."""
+        if self._frame_reader is None:
+            layout = self.layout
+            fields = {"previous": (layout.frame_previous, "Q"),
+                      "executable": (layout.frame_executable, "Q"),
+                      "instr_ptr": (layout.frame_instr_ptr, "Q"),
+                      "owner": (layout.frame_owner, "b")}
+            if layout.frame_is_entry is not None:
+                fields["is_entry"] = (layout.frame_is_entry, "?")
+            if layout.frame_tlbc_index is not None:
+                fields["tlbc_index"] = (layout.frame_tlbc_index, "i")
+            self._frame_reader = StructReader(fields)
+        values = self._frame_reader.read(self.memory, address)
         layout = self.layout
-        fields = {"previous": (layout.frame_previous, "Q"),
-                  "executable": (layout.frame_executable, "Q"),
-                  "instr_ptr": (layout.frame_instr_ptr, "Q"),
-                  "owner": (layout.frame_owner, "b")}
-        if layout.frame_is_entry is not None:
-            fields["is_entry"] = (layout.frame_is_entry, "?")
-        if layout.frame_tlbc_index is not None:
-            fields["tlbc_index"] = (layout.frame_tlbc_index, "i")
-        values = read_struct(self.memory, address, fields)
-        return RawFrame(address, values["previous"],
-                        values["executable"] & ~layout.executable_tag_mask,
-                        values["instr_ptr"], values["owner"], values.get("is_entry"),
-                        values.get("tlbc_index", 0))
+        return RawFrame(address, values[0], values[1] & ~layout.executable_tag_mask,
+                        values[2], values[3],
+                        values[4] if layout.frame_is_entry is not None else None,
+                        values[-1] if layout.frame_tlbc_index is not None else 0)
 
     def raw_frames(self, first: int) -> Tuple[List[RawFrame], str]:
         """The records from ``first`` outwards (shims included) and a stop reason."""
@@ -379,6 +385,19 @@ class CPythonRuntime:
         """Every Python thread of every interpreter."""
         return [thread for interp in self.interpreters() for thread in interp.threads]
 
+    def _thread_states_by_native_id(self) -> dict:
+        """native thread id (None: unreadable) -> [(tstate, interpreter)] in list
+        order, read once: a debugger asks for each of its threads in turn."""
+        if self._by_native_id is None:
+            found: dict = {}
+            for interp in self.interpreter_addresses()[0]:
+                for tstate in self.thread_state_addresses(interp)[0]:
+                    native = self.memory.try_read_u64(
+                        tstate + self.layout.tstate_native_thread_id)
+                    found.setdefault(native, []).append((tstate, interp))
+            self._by_native_id = found
+        return self._by_native_id
+
     def thread_by_native_id(self, native_thread_id: int) -> Optional[PyThread]:
         """The Python thread running on LWP ``native_thread_id`` (as debuggers number
         threads), None when that LWP runs no Python thread state.
@@ -387,14 +406,9 @@ class CPythonRuntime:
         interpreter it entered, all with its native id: their frames are joined, newest
         interpreter first (the list's order; a subinterpreter's frames are newer than
         those of the code that entered it), so that no Python frame is lost."""
-        found: List[PyThread] = []
-        addresses, _ = self.interpreter_addresses()
-        for interp in addresses:
-            for tstate in self.thread_state_addresses(interp)[0]:
-                native = self.memory.try_read_u64(tstate + self.layout.tstate_native_thread_id)
-                if native == native_thread_id:
-                    found.append(self.read_thread(tstate, self._interpreter_id(interp),
-                                                  self._gil(interp)))
+        found = [self.read_thread(tstate, self._interpreter_id(interp), self._gil(interp))
+                 for tstate, interp in self._thread_states_by_native_id().get(
+                     native_thread_id, ())]
         if len(found) <= 1:
             return found[0] if found else None
         running = [thread for thread in found if thread.frames] or found[:1]

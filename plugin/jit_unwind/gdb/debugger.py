@@ -53,6 +53,21 @@ def source_path(symtab) -> str:
         full = symtab.fullname() or filename
     except gdb.error:
         full = filename
+    key = (filename, full)
+    path = _source_paths.get(key)
+    if path is None:
+        if len(_source_paths) >= 4096:
+            _source_paths.clear()
+        path = _source_paths[key] = _normalised(filename, full)
+    return path
+
+
+# (name in the line table, GDB's full name) -> the path shown: a thread's frames run
+# the same few files, and 32 threads the same ones again
+_source_paths: dict = {}
+
+
+def _normalised(filename: str, full: str) -> str:
     if not os.path.isabs(filename) and full.endswith(filename):
         directory = os.path.normpath(full[:-len(filename)] or ".")
         if not os.path.isabs(directory) and \

@@ -14,6 +14,7 @@ tells whether a pc is such code.
 
 import bisect
 import os
+import re
 import struct
 from typing import Dict, Iterable, List, Optional, Tuple
 
@@ -147,8 +148,7 @@ def _compute_gaps(path: str) -> List[Tuple[int, int]]:
             for gap_start, gap_end in _subtract(start, end, covered):
                 if data is None:
                     data = section.data()
-                gap = data[gap_start - start:gap_end - start]
-                if not _is_padding(gap):
+                if not _PADDING.fullmatch(data, gap_start - start, gap_end - start):
                     gaps.append((gap_start, gap_end))
         return sorted(gaps)
 
@@ -170,27 +170,32 @@ def _subtract(start: int, end: int, covered: List[Tuple[int, int]]):
         yield at, end
 
 
+def _nop_operands(extra: int) -> bytes:
+    """ModRM bytes of a ``nop r/m`` (``0f 1f``) followed by ``extra`` SIB and
+    displacement bytes (no rip-relative in padding)."""
+    return bytes(modrm for modrm in range(256)
+                 if {0: 0, 1: 1, 2: 4, 3: 0}[modrm >> 6]
+                 + (modrm >> 6 != 3 and modrm & 7 == 4) == extra)
+
+
+def _padding_pattern() -> "re.Pattern":
+    """Nops, int3 and zero bytes only: alignment between functions.  One regular
+    expression: tens of thousands of gaps in a large library, a Python loop per byte
+    cost tens of ms at the first stop.  A long nop cut short by the end counts."""
+    long_nops = "|".join(
+        f"[{re.escape(_nop_operands(extra)).decode('latin-1')}]"
+        + (f"(?:.{{{extra}}}|.{{0,{extra}}}\\Z)" if extra else "")
+        for extra in (0, 1, 2, 4, 5))
+    return re.compile(f"(?:[\\x90\\xcc\\x00\\x66\\x2e]|\\x0f\\x1f(?:{long_nops}))*"
+                      .encode("latin-1"), re.DOTALL)
+
+
+_PADDING = _padding_pattern()
+
+
 def _is_padding(code: bytes) -> bool:
     """True for nops, int3 and zero bytes only: alignment between functions."""
-    pos = 0
-    while pos < len(code):
-        byte = code[pos]
-        if byte in (0x90, 0xCC, 0x00):
-            pos += 1
-        elif byte in (0x66, 0x2E):  # operand-size / cs prefixes of long nops
-            pos += 1
-        elif byte == 0x0F and pos + 2 < len(code) and code[pos + 1] == 0x1F:
-            pos += 2 + _modrm_length(code[pos + 2])
-        else:
-            return False
-    return True
-
-
-def _modrm_length(modrm: int) -> int:
-    """ModRM, SIB and displacement bytes of a ``nop r/m`` (no rip-relative in padding)."""
-    mod, rm = modrm >> 6, modrm & 7
-    length = 1 + (1 if mod != 3 and rm == 4 else 0)
-    return length + {0: 0, 1: 1, 2: 4, 3: 0}[mod]
+    return _PADDING.fullmatch(code) is not None
 
 
 # -- .eh_frame through .eh_frame_hdr ---------------------------------------------------
@@ -256,22 +261,28 @@ def _ranges_from_header(header, eh_frame) -> Optional[List[Tuple[int, int]]]:
     index = search_table(header.data(), header["sh_addr"], eh_frame["sh_addr"], MAX_FDES)
     if index is None:
         return None
-    encodings: Dict[int, int] = {}
+    # per CIE: how to read its FDEs' address range (an unpacker, its offset in the FDE)
+    readers: Dict[int, Tuple] = {}
+    header_of = _FDE_HEADER.unpack_from
     ranges = []
+    append = ranges.append
     for start, offset in zip(*index):
-        length, cie_pointer = struct.unpack_from("<Ii", frames, offset)
+        length, cie_pointer = header_of(frames, offset)
         if length == 0xFFFFFFFF:
             return None  # 64-bit DWARF: not what linkers write for x86-64
         cie = offset + 4 - cie_pointer
-        if cie not in encodings:
-            encodings[cie] = _fde_encoding(frames, cie)
-        fmt = _FORMATS.get(encodings[cie] & 0x0F)
-        if fmt is None:
-            return None
-        size = struct.calcsize(fmt)
-        (address_range,) = struct.unpack_from(fmt, frames, offset + 8 + size)
-        ranges.append((start, start + address_range))
+        reader = readers.get(cie)
+        if reader is None:
+            fmt = _FORMATS.get(_fde_encoding(frames, cie) & 0x0F)
+            if fmt is None:
+                return None
+            reader = readers[cie] = (struct.Struct(fmt).unpack_from, 8 + struct.calcsize(fmt))
+        unpack, at = reader
+        append((start, start + unpack(frames, offset + at)[0]))
     return ranges
+
+
+_FDE_HEADER = struct.Struct("<Ii")  # length, CIE pointer
 
 
 def _fde_encoding(frames: bytes, cie: int) -> int:
