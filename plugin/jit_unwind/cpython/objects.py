@@ -12,8 +12,8 @@ from ..target import Memory
 from .errors import ObjectError
 from .layout import Layout
 
-__all__ = ["read_struct", "read_unicode", "unicode_state_bits", "read_bytes", "read_c_string", "read_type_name",
-           "MAX_STRING", "MAX_BYTES"]
+__all__ = ["read_struct", "read_unicode", "unicode_state_bits", "read_bytes", "read_c_string",
+           "read_type_name", "MAX_STRING", "MAX_BYTES"]
 
 MAX_STRING = 1 << 16  # characters of a name or file name we are willing to read
 MAX_BYTES = 1 << 22   # bytes of a co_linetable
