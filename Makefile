@@ -1,4 +1,5 @@
-# jit-unwind: `make demo` shows a backtrace through JIT frames; `make test` runs the tests.
+# jit-unwind: `make demo` shows a backtrace through JIT frames; `make test` runs the tests
+# (after `make lint`).
 # Both install what they need on a fresh Debian machine (apt, a Python 3.11 venv).
 
 SHELL := /bin/bash
@@ -10,7 +11,7 @@ APT_PACKAGES := gdb gcc make python3 python3-venv python3-pyelftools python3-tab
 FIXTURE_CFLAGS := -O0 -g -fno-omit-frame-pointer -Wall -Wextra
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-cpython-gdb fuzz apt-deps venv fixtures cpython-fixtures clean
+.PHONY: demo test lint test-cpython-gdb fuzz apt-deps venv fixtures cpython-fixtures clean
 
 demo: apt-deps $(BUILD)/toyjit
 	@echo "== toy JIT: C -> JIT (frame pointer) -> C -> JIT (frameless, via trampoline) -> C, stopped by SIGTRAP"
@@ -18,8 +19,14 @@ demo: apt-deps $(BUILD)/toyjit
 	    -x gdb_init.py -ex 'set jit-unwind show-method on' -ex run -ex bt -ex 'info jit-regions' \
 	    --args $(BUILD)/toyjit mixed 2 sigtrap
 
-test: apt-deps venv fixtures
+# lint runs before the fixtures are built: a warning fails `make test` within seconds.
+test: apt-deps venv lint fixtures
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS) tests
+
+# ruff with the configuration in pyproject.toml ([tool.ruff]); no warning is allowed.
+LINT_PATHS := plugin tests bench gdb_init.py lldb_init.py
+lint: venv
+	$(VENV)/bin/ruff check $(LINT_PATHS)
 
 # CPython 3.14.6's own Lib/test/test_gdb (from its source package) without and with
 # jit-unwind loaded into every GDB it starts, the JIT off and on, under each GDB below

@@ -241,8 +241,8 @@ def run_session(gdb: str, scenario: Scenario, plugin: bool, commands: List[str],
                 "--args", str(build_fixture(scenario.program)), *scenario.args]
         completed = None
         try:
-            completed = subprocess.run(argv, env=env, capture_output=True, text=True, errors="replace",
-                                       timeout=SESSION_TIMEOUT)
+            completed = subprocess.run(argv, env=env, capture_output=True, text=True,
+                                       errors="replace", timeout=SESSION_TIMEOUT)
             results = json.loads(output.read_text()) if output.exists() else {}
         finally:
             _remove_perf_map(output, scenario)
@@ -351,8 +351,8 @@ def whole_run(gdb: str, scenario: Scenario, plugin: bool):
             "--args", str(build_fixture(scenario.program)), *scenario.args]
     before = os.times()
     start = time.perf_counter()
-    completed = subprocess.run(argv, env=gdb_environment(), capture_output=True, text=True, errors="replace",
-                               timeout=SESSION_TIMEOUT)
+    completed = subprocess.run(argv, env=gdb_environment(), capture_output=True, text=True,
+                               errors="replace", timeout=SESSION_TIMEOUT)
     wall = time.perf_counter() - start
     after = os.times()
     shape = frame_shape(completed.stdout)

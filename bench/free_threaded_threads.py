@@ -31,9 +31,9 @@ from typing import Dict, List, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bt_overhead import (GDB_FLAGS, PLUGIN, compile_plugin, default_gdbs,  # noqa: E402
+from bt_overhead import (GDB_FLAGS, PLUGIN, compile_plugin, default_gdbs,
                          gdb_version, markdown_table, positive_int)
-from py_mixed_bt import clean_environment, command_seconds, gdb_tool, ms, timed  # noqa: E402
+from py_mixed_bt import clean_environment, command_seconds, gdb_tool, ms, timed
 
 FUNCTION = "nested_call"
 PROGRAM = f"""

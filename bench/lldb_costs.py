@@ -43,7 +43,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(REPO / "tests"))
-from bt_overhead import (build_fixture, compile_plugin, markdown_table,  # noqa: E402
+from bt_overhead import (build_fixture, compile_plugin, markdown_table,
                          positive_int)
 
 VENV_PYTHON = REPO / ".venv" / "bin" / "python"
@@ -60,8 +60,8 @@ def session(program: List[str], commands: List[str], plugin: bool,
     for name in ("PYTHONHOME", "PYTHONPATH"):
         env.pop(name, None)
     completed = subprocess.run([str(VENV_PYTHON), str(HERE / "lldb_session.py"), json.dumps(spec)],
-                               capture_output=True, text=True, errors="replace", timeout=600, env=env,
-                               stdin=subprocess.DEVNULL)
+                               capture_output=True, text=True, errors="replace", timeout=600,
+                               env=env, stdin=subprocess.DEVNULL)
     lines = [line for line in completed.stdout.splitlines() if line.startswith("{")]
     if completed.returncode != 0 or not lines:
         raise RuntimeError(f"LLDB session failed:\n{completed.stdout[-2000:]}"

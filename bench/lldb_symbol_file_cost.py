@@ -39,9 +39,9 @@ from typing import Dict, List
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
-from lldb_costs import session  # noqa: E402
-from symbol_file_cost import _build, _report  # noqa: E402
-from bt_overhead import compile_plugin  # noqa: E402
+from lldb_costs import session
+from symbol_file_cost import _build, _report
+from bt_overhead import compile_plugin
 
 LLDB19 = Path("/usr/bin/lldb-19")
 LLDB_INIT = REPO / "lldb_init.py"
@@ -100,8 +100,8 @@ def lldb19(binary: Path, functions: int, core: Path, on_core: bool, save: bool) 
         script.flush()
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONHOME", "PYTHONPATH")}
         result = subprocess.run([str(LLDB19), "--no-lldbinit", "-s", script.name],
-                                capture_output=True, text=True, errors="replace", timeout=600, env=env,
-                                stdin=subprocess.DEVNULL)
+                                capture_output=True, text=True, errors="replace", timeout=600,
+                                env=env, stdin=subprocess.DEVNULL)
     output = result.stdout + result.stderr
     times = {label: (float(cpu), float(wall)) for label, cpu, wall in
              re.findall(r"^TIMED (\w+) (\S+) (\S+)$", output, re.M)}

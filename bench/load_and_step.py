@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bt_overhead import (GDB_FLAGS, PLUGIN, build_fixture, compile_plugin,  # noqa: E402
+from bt_overhead import (GDB_FLAGS, PLUGIN, build_fixture, compile_plugin,
                          default_gdbs, gdb_environment, gdb_version, markdown_table,
                          positive_int)
 
@@ -122,7 +122,8 @@ def load_once(gdb: str) -> Dict[str, float]:
 
 
 def measure_load(gdb: str, loads: int) -> Dict[str, float]:
-    samples = [load_once(gdb) for _ in range(loads + 1)][1:]  # the first fills file caches (and bytecode)
+    # The first load fills file caches (and bytecode).
+    samples = [load_once(gdb) for _ in range(loads + 1)][1:]
     return {key: statistics.median(s[key] for s in samples) for key in ("wall", "cpu")}
 
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bt_overhead import (GDB_FLAGS, PLUGIN, compile_plugin, default_gdbs,  # noqa: E402
+from bt_overhead import (GDB_FLAGS, PLUGIN, compile_plugin, default_gdbs,
                          gdb_version, markdown_table, positive_int)
 
 FUNCTION = "recurse_here"
@@ -55,7 +55,8 @@ CMD_TIME = "CMD-CPU-SECONDS"
 
 def default_python() -> Optional[str]:
     try:
-        root = subprocess.run(["pyenv", "root"], capture_output=True, text=True, errors="replace").stdout.strip()
+        root = subprocess.run(["pyenv", "root"], capture_output=True, text=True,
+                              errors="replace").stdout.strip()
     except OSError:
         root = str(Path.home() / ".pyenv")
     path = Path(root) / "versions" / "3.12.1" / "bin" / "python3.12"
@@ -75,7 +76,8 @@ def make_core(gdb: str, python: str, depth: int, scratch: Path) -> Path:
          "--args", python, str(script), str(depth)],
         env=clean_environment(), capture_output=True, text=True, errors="replace", timeout=300)
     if not core.exists():
-        raise RuntimeError(f"no core written:\n{completed.stdout[-2000:]}{completed.stderr[-2000:]}")
+        raise RuntimeError(
+            f"no core written:\n{completed.stdout[-2000:]}{completed.stderr[-2000:]}")
     return core
 
 
@@ -93,8 +95,8 @@ def timed(argv: List[str]) -> Tuple[float, float, str]:
     """Wall and CPU seconds (the process and its children) and its stdout."""
     before = os.times()
     start = time.perf_counter()
-    completed = subprocess.run(argv, env=clean_environment(), capture_output=True, text=True, errors="replace",
-                               timeout=600)
+    completed = subprocess.run(argv, env=clean_environment(), capture_output=True, text=True,
+                               errors="replace", timeout=600)
     wall = time.perf_counter() - start
     after = os.times()
     cpu = (after.children_user + after.children_system

@@ -40,7 +40,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bt_overhead import compile_plugin  # noqa: E402
+from bt_overhead import compile_plugin
 
 REPO = Path(__file__).resolve().parent.parent
 BUILD = REPO / "build"
@@ -67,8 +67,8 @@ def _session(gdb: str, binary: Path, functions: int, core: str = "",
     argv = [gdb, "-nx", "-q", "-batch", "-iex", "set debuginfod enabled off",
             "-x", str(PLUGIN), "-x", str(IN_GDB)]
     argv += [str(binary)] if core else ["--args", str(binary), str(functions), "--perf-map"]
-    result = subprocess.run(argv, capture_output=True, text=True, errors="replace", env=env, timeout=600,
-                            stdin=subprocess.DEVNULL)
+    result = subprocess.run(argv, capture_output=True, text=True, errors="replace", env=env,
+                            timeout=600, stdin=subprocess.DEVNULL)
     output = result.stdout + result.stderr
     for line in output.splitlines():
         if line.startswith("RESULT "):

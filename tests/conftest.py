@@ -6,7 +6,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "plugin"))
 
-from tests.support import GDB_BINARIES  # noqa: E402
+from tests.support import GDB_BINARIES
 
 
 @pytest.fixture(params=sorted(GDB_BINARIES))

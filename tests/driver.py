@@ -119,7 +119,7 @@ class GdbDriver(Driver):
         return Transcript(self.name, list(commands), _split(whole, commands, GDB_MARK),
                           whole, int(pid.group(1)) if pid else None)
 
-    def launch(self, program, commands, env={}, core=None, settings=()):
+    def launch(self, program, commands, env: Mapping[str, str] = {}, core=None, settings=()):
         setup = [*settings, *(f"set environment {k}={v}" for k, v in env.items()), "run",
                  PRINT_PID]
         after = [f"gcore {core}"] if core else []
@@ -141,7 +141,7 @@ class Lldb23Driver(Driver):
         return Transcript(self.name, list(commands), _split(whole, commands, "(lldb) "),
                           whole, int(pid.group(1)) if pid else None)
 
-    def launch(self, program, commands, env={}, core=None, settings=()):
+    def launch(self, program, commands, env: Mapping[str, str] = {}, core=None, settings=()):
         setup = [*settings, *(f"settings set target.env-vars {k}={v}" for k, v in env.items())]
         after = [f"process save-core --style full {core}"] if core else []
         whole = run_lldb([*setup, "process launch", *commands, *after],
@@ -173,8 +173,8 @@ class Lldb19Driver(Driver):
             env.pop(name, None)
         try:
             result = subprocess.run([str(self.binary), "--no-lldbinit", "-s", str(script)],
-                                    capture_output=True, text=True, errors="replace", timeout=LLDB19_TIMEOUT,
-                                    stdin=subprocess.DEVNULL, env=env)
+                                    capture_output=True, text=True, errors="replace",
+                                    timeout=LLDB19_TIMEOUT, stdin=subprocess.DEVNULL, env=env)
         finally:
             script.unlink(missing_ok=True)
         whole = result.stdout + result.stderr
@@ -184,7 +184,7 @@ class Lldb19Driver(Driver):
         return Transcript(self.name, list(commands), _split(whole, commands, "(lldb) "),
                           whole, int(pid.group(1)) if pid else None)
 
-    def launch(self, program, commands, env={}, core=None, settings=()):
+    def launch(self, program, commands, env: Mapping[str, str] = {}, core=None, settings=()):
         setup = [*settings, f"file {program[0]}"]
         if len(program) > 1:
             setup.append("settings set -- target.run-args " + " ".join(map(str, program[1:])))

@@ -46,8 +46,8 @@ def run_lldb(commands: Sequence[str], program: Sequence[str] = (),
     for name in ("PYTHONHOME", "PYTHONPATH"):
         env.pop(name, None)
     with subprocess.Popen([str(VENV_PYTHON), __file__, json.dumps(spec)],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
-                          stdin=subprocess.DEVNULL, env=env) as lldb_process:
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          errors="replace", stdin=subprocess.DEVNULL, env=env) as lldb_process:
         try:
             output, errors = lldb_process.communicate(timeout=LLDB_TIMEOUT)
         except subprocess.TimeoutExpired:
@@ -69,8 +69,8 @@ def _native_stacks(pid: int) -> str:
     """Every thread's stack of a hung LLDB (GDB attached for a moment), for the report."""
     try:
         return subprocess.run(["gdb", "-nx", "-batch", "-p", str(pid), "-ex",
-                               "thread apply all bt 40"], capture_output=True, text=True, errors="replace",
-                              timeout=120).stdout
+                               "thread apply all bt 40"], capture_output=True, text=True,
+                              errors="replace", timeout=120).stdout
     except (OSError, subprocess.SubprocessError) as error:
         return f"(no stacks: {error})"
 
@@ -89,7 +89,7 @@ def _function(text: str) -> str:
     if text.startswith("["):  # a JIT frame's name: "[jit 0x...+0x...] [synthetic]"
         return text
     text = text.split("`", 1)[-1]
-    return re.split(r"[( ]", text, 1)[0] if text else "??"
+    return re.split(r"[( ]", text, maxsplit=1)[0] if text else "??"
 
 
 def parse_lldb_backtrace(output: str) -> List[LldbFrame]:

@@ -46,7 +46,8 @@ def fixture_binary(name: str) -> Path:
 def pyenv_python(version: str) -> Path:
     """pyenv's CPython ``version`` (e.g. "3.12.1"); fails the test when absent."""
     root = os.environ.get("PYENV_ROOT") or (
-        subprocess.run(["pyenv", "root"], capture_output=True, text=True, errors="replace").stdout.strip()
+        subprocess.run(["pyenv", "root"], capture_output=True, text=True,
+                       errors="replace").stdout.strip()
         if shutil.which("pyenv") else str(Path.home() / ".pyenv"))
     minor = ".".join(version.split(".")[:2])
     path = Path(root) / "versions" / version / "bin" / f"python{minor}"
@@ -81,8 +82,8 @@ def run_gdb(gdb: Path, commands: Sequence[str], program: Sequence[str] = (),
         argv += [str(program[0]), str(core)]
     elif program:
         argv += ["--args", *map(str, program)]
-    result = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=GDB_TIMEOUT,
-                            stdin=subprocess.DEVNULL)
+    result = subprocess.run(argv, capture_output=True, text=True, errors="replace",
+                            timeout=GDB_TIMEOUT, stdin=subprocess.DEVNULL)
     output = result.stdout + result.stderr
     if not others_may_fail:
         assert_no_python_failure(output)

@@ -57,7 +57,7 @@ def _elf(path: str):
             pass
     try:
         from elftools.elf.elffile import ELFFile
-        elf = ELFFile(open(path, "rb"))  # noqa: SIM115 - kept for later lookups
+        elf = ELFFile(open(path, "rb"))  # kept for later lookups
         loads = [(seg["p_vaddr"], seg["p_offset"]) for seg in elf.iter_segments()
                  if seg["p_type"] == "PT_LOAD"]
     except Exception:  # not ELF, unreadable: no answer

@@ -9,9 +9,10 @@ An eval-loop frame runs the Python frames from its interpreter-frame pointer out
 to and including its entry frame.  Python frames newer than that pointer (pushed by JIT
 code, which keeps the current frame in a register) belong to the JIT frame just above
 the eval loop, and so does the pointer's own frame when the JIT frame's trace was made
-from its code (the eval loop entered the trace for it: the trace runs it now).  Without a pointer, JIT frames take the Python frames up to the one
-running their trace's code object, and eval-loop frames take the next group in order
-(counting), which is right as long as no native frame is missing.
+from its code (the eval loop entered the trace for it: the trace runs it now).  Without a
+pointer, JIT frames take the Python frames up to the one running their trace's code
+object, and eval-loop frames take the next group in order (counting), which is right as
+long as no native frame is missing.
 """
 
 from dataclasses import dataclass, field

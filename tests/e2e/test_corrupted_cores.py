@@ -73,7 +73,7 @@ class Subject:
 
 
 def _subjects():
-    toyjit = lambda: fixture_binary("toyjit")  # noqa: E731 - built when first needed
+    toyjit = lambda: fixture_binary("toyjit")  # built when first needed
     return {
         "toy-fp": (toyjit, ["fp", "2", "sigtrap"], [], False),
         "toy-frameless": (toyjit, ["frameless", "2", "sigtrap"], [], False),
@@ -229,7 +229,7 @@ def notes_first(src: Path, dst: Path) -> CoreLayout:
     program headers, then the segments), so that cutting it short loses memory, not the
     notes without which GDB refuses the file."""
     data = src.read_bytes()
-    elf = ELFFile(open(src, "rb"))  # noqa: SIM115 - closed with the object
+    elf = ELFFile(open(src, "rb"))  # closed with the object
     phoff, phentsize, phnum = elf["e_phoff"], elf["e_phentsize"], elf["e_phnum"]
     headers = [list(struct.unpack_from("<IIQQQQQQ", data, phoff + i * phentsize))
                for i in range(phnum)]

@@ -78,7 +78,8 @@ def test_kill_from_a_trace(gdb, tmp_path, minor):
         output, _, mixed = text.partition('"MainThread"')  # bt + info jit-regions, py-mixed-bt
         # info jit-regions lists each executor's shim and trace with its function.
         assert re.search(r"^0x[0-9a-f]+\s+0x[0-9a-f]+\s+0x[0-9a-f]{2}\s+cpython-jit\s+"
-                         rf"\[jit shim\] hot \({re.escape(str(SCRIPT))}:\d+\)$", output, re.M), output
+                         rf"\[jit shim\] hot \({re.escape(str(SCRIPT))}:\d+\)$", output,
+                         re.M), output
         frames = parse_backtrace(output)
         _check_walk(frames, output)
         assert _jit_activations(frames, output) == [("hot", _index(frames, "[jit] hot"))]
@@ -225,8 +226,8 @@ def test_jit_off_is_left_alone(gdb, minor, scenario):
     without = run_gdb(gdb, commands, program, plugin=False)
     assert "[jit" not in with_plugin
     # The same frames at the same places (argument values vary from run to run).
-    native = lambda text: [(l.split(" (")[0].split(" in ")[-1], l.rpartition(" at ")[2])  # noqa: E731
-                           for l in text.splitlines() if l.startswith("#")]
+    native = lambda text: [(line.split(" (")[0].split(" in ")[-1], line.rpartition(" at ")[2])
+                           for line in text.splitlines() if line.startswith("#")]
     assert native(with_plugin) == native(without) != []
 
 

@@ -172,7 +172,7 @@ def test_jit_code_freed_and_reused_between_two_stops(gdb, tmp_path, perf_map):
                         or "toy::jit_fp " in f.line)
         frameless = next(f for f in parse_backtrace(second) if "[jit " in f.line
                          or "toy::jit_frameless" in f.line)
-        start_of = lambda line: int(re.search(r"0x([0-9a-f]+) in", line).group(1), 16)  # noqa
+        start_of = lambda line: int(re.search(r"0x([0-9a-f]+) in", line).group(1), 16)
         assert start_of(fp_frame.line) >> 12 == start_of(frameless.line) >> 12
         if perf_map:
             before, after = dict(_perf_rows(first)), dict(_perf_rows(second))

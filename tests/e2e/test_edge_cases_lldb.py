@@ -49,7 +49,7 @@ def test_program_without_python_or_jit_is_left_alone():
     program = [fixture_binary("deepstack"), "20"]
     ours = run_lldb(["process launch", "bt"], program)
     plain = run_lldb(["process launch", "bt"], program, plugin=False)
-    names = lambda text: [f.function for f in parse_lldb_backtrace(text)]  # noqa: E731
+    names = lambda text: [f.function for f in parse_lldb_backtrace(text)]
     assert names(ours) == names(plain) != [], ours
     assert "[synthetic]" not in ours and "jit" not in ours.split("(lldb) process launch")[1]
 

@@ -106,7 +106,7 @@ def test_gdb_backtrace_without_such_frames_is_gdbs_own(gdb, case, show_method):
     before = [SHOW_METHOD] if show_method else []
     with_plugin = run_gdb(gdb, before + commands, argv)
     without = run_gdb(gdb, commands, argv, plugin=False)
-    lines = lambda text: [l for l in text.splitlines() if l.startswith("#")]  # noqa: E731
+    lines = lambda text: [line for line in text.splitlines() if line.startswith("#")]
     assert lines(with_plugin) == lines(without) != [], with_plugin
 
 

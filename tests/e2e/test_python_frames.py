@@ -67,7 +67,7 @@ def test_thousand_deep_recursion(gdb, version):
                      [python_of(version), RECURSE, "1000"])
     bt, _, python_only = output.partition("Thread 1 (LWP")
     _check_bt(bt, 1000, perf=False)
-    lines = [l.strip() for l in python_only.splitlines() if l.strip().startswith("[py]")]
+    lines = [row.strip() for row in python_only.splitlines() if row.strip().startswith("[py]")]
     expected = [f"[py] {f} ({file}:{line})" for f, file, line in expected_recursion(1000)]
     assert lines == expected
 

@@ -23,7 +23,8 @@ from tests.jit_python import INTERPRETERS, JIT_MINORS, fixture_python, stripped_
 from tests.lldb_driver import SELECT_EVERY_FRAME, parse_lldb_backtrace
 from tests.python_expect import RECURSE, python_of
 from tests.scenario_expect import (JIT_315, JIT_SCRIPT, PLAIN, TAIL_CALL,
-                                   TAIL_CALL_STRIPPED, check_cpython_jit, check_recursion, check_toyjit)
+                                   TAIL_CALL_STRIPPED, check_cpython_jit, check_recursion,
+                                   check_toyjit)
 from tests.support import fixture_binary
 
 DEBUGGERS = ["gdb13", "gdb18", "lldb23", "lldb19"]

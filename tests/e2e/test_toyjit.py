@@ -79,7 +79,7 @@ def test_plugin_leaves_native_backtraces_alone(gdb):
     commands = ["break call_jit", "run", "bt"]
     with_plugin = run_gdb(gdb, commands, program)
     without = run_gdb(gdb, commands, program, plugin=False)
-    lines = lambda text: [l for l in text.splitlines() if l.startswith("#")]  # noqa: E731
+    lines = lambda text: [line for line in text.splitlines() if line.startswith("#")]
     assert lines(with_plugin) == lines(without) != []
 
 

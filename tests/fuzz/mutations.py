@@ -113,7 +113,7 @@ def _python_targets(subject: Subject, process) -> Optional[dict]:
         try:
             executors = [e.address for e in read_executors(process.memory, runtime, None,
                                                            cache.lookup_symbol).executors]
-        except Exception:  # noqa: BLE001 - no executors to aim at
+        except Exception:  # no executors to aim at
             executors = []
     frames = list(thread.frames) if thread is not None else []
     records = runtime.raw_frames(runtime.current_frame(thread.address))[0] if thread else []

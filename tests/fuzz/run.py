@@ -22,10 +22,10 @@ if str(REPO / "plugin") not in sys.path:
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from tests.fuzz import harness  # noqa: E402
-from tests.fuzz.cores import RECIPES, record_cores  # noqa: E402
-from tests.fuzz.harness import Failure, Subject  # noqa: E402
-from tests.fuzz.mutations import mutation_for  # noqa: E402
+from tests.fuzz import harness
+from tests.fuzz.cores import RECIPES, record_cores
+from tests.fuzz.harness import Failure, Subject
+from tests.fuzz.mutations import mutation_for
 
 
 

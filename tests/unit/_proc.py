@@ -138,8 +138,8 @@ def _state(pid: int) -> str:
 
 
 @contextmanager
-def stopped_process(argv: Sequence[str], env: Optional[dict] = None,
-                    timeout: float = STOP_TIMEOUT) -> Iterator[Tuple[subprocess.Popen, dict, ProcMemory]]:
+def stopped_process(argv: Sequence[str], env: Optional[dict] = None, timeout: float = STOP_TIMEOUT
+                    ) -> Iterator[Tuple[subprocess.Popen, dict, ProcMemory]]:
     """Run ``argv`` until it prints one JSON line of facts and stops itself; yield the
     process, the facts and its memory; kill it (and remove its perf map) afterwards."""
     process = subprocess.Popen([str(a) for a in argv], stdout=subprocess.PIPE,
@@ -181,5 +181,5 @@ def stopped_python(python: Path, args: Sequence[str], python_options: Sequence[s
         yield StoppedPython(process.pid, process, facts, memory, libpython_of(process.pid),
                             script, marker_lines(script))
 
-__all__ = ["ProcMemory", "StoppedPython", "stopped_process", "stopped_python", "elf_lookup", "marker_lines",
-           "libpython_of", "load_bias", "pyenv_python", "RECURSE_SCRIPT"]
+__all__ = ["ProcMemory", "StoppedPython", "stopped_process", "stopped_python", "elf_lookup",
+           "marker_lines", "libpython_of", "load_bias", "pyenv_python", "RECURSE_SCRIPT"]

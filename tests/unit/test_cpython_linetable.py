@@ -53,8 +53,8 @@ print(json.dumps({"codes": count, "units": units, "mismatches": mismatches[:20]}
 def test_lines_match_co_positions(version):
     """Every code unit of every code object of a few stdlib modules."""
     result = subprocess.run([str(pyenv_python(version)), "-c", COMPARE,
-                             str(REPO / "plugin")], capture_output=True, text=True, errors="replace",
-                            timeout=120)
+                             str(REPO / "plugin")], capture_output=True, text=True,
+                            errors="replace", timeout=120)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["codes"] > 1000 and report["units"] > 100_000, report

@@ -136,7 +136,7 @@ def _shim_called_by_a_frame_pointer_function(layout):
 def test_a_shim_that_keeps_no_rbp_gets_it_from_the_callers_prologue():
     layout = Layout()
     pc, sp, eval_rbp = _shim_called_by_a_frame_pointer_function(layout)
-    start = lambda address: CODE + 0x200 if address >= CODE + 0x200 else None  # noqa: E731
+    start = lambda address: CODE + 0x200 if address >= CODE + 0x200 else None
     result = unwind_jit_frame(layout.context(pc, sp, {}, function_start=start))
     assert result.method == "prologue"
     assert result.saved == {"rbx": 3, "r12": 12, "r13": 13, "r14": 14, "r15": 15,
@@ -150,7 +150,7 @@ def test_the_callers_frame_must_hold_a_return_address_where_its_prologue_says():
     layout = Layout()
     pc, sp, eval_rbp = _shim_called_by_a_frame_pointer_function(layout)
     layout.word(eval_rbp + 8, 0x1234)   # not a return address: the layout is not that
-    start = lambda address: CODE + 0x200  # noqa: E731
+    start = lambda address: CODE + 0x200
     result = unwind_jit_frame(layout.context(pc, sp, {}, function_start=start))
     assert "rbp" not in result.saved
 
@@ -237,7 +237,7 @@ def test_entry_return_finds_the_native_function_that_entered_the_trace():
     from jit_unwind.unwind import unwind_registered_trace
     layout = Layout()
     pc, sp, rbp, ret_entry, slot = _trace_entered_by_a_native_function(layout)
-    start = lambda address: CODE + 0x300 if address >= CODE + 0x300 else CODE + 0x100  # noqa: E731
+    start = lambda address: CODE + 0x300 if address >= CODE + 0x300 else CODE + 0x100
     ctx = layout.context(pc, sp, {"rbp": rbp, "rbx": 99}, function_start=start)
     result = unwind_registered_trace(ctx)
     assert result.method == "entry-return"
@@ -253,7 +253,7 @@ def test_entry_return_needs_rbp_to_be_the_entry_functions_frame():
     from jit_unwind.unwind import unwind_registered_trace
     layout = Layout()
     pc, sp, rbp, _ret, _slot = _trace_entered_by_a_native_function(layout)
-    start = lambda address: CODE + 0x300 if address >= CODE + 0x300 else CODE + 0x100  # noqa: E731
+    start = lambda address: CODE + 0x300 if address >= CODE + 0x300 else CODE + 0x100
     # A trace that used rbp for data: no exact answer, the debugger's rules stay.
     for wrong in (rbp - 16, rbp + 8, 0x1234):
         ctx = layout.context(pc, sp, {"rbp": wrong}, function_start=start)

@@ -146,5 +146,5 @@ def test_a_scrambled_table_gives_a_file_all_the_same(seed):
     eh_frame = _writer_eh_frame(JIT, len(CODE), -8, _rows(8))
     scrambled = bytes(b ^ (rng.getrandbits(8) if rng.random() < 0.3 else 0) for b in eh_frame)
     _load, data = _symbol_file(scrambled)
-    for start, (size, _rows_) in _file_rows(data).items():
+    for start, (size, _table) in _file_rows(data).items():
         assert JIT <= start and start + size <= JIT + len(CODE)

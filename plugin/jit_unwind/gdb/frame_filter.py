@@ -33,8 +33,8 @@ marks = walk_stopped = ended_by_unwinder = jit_label = remember_stop = None
 def _load_core() -> None:
     global marks, walk_stopped, ended_by_unwinder, jit_label, remember_stop
     if remember_stop is None:
-        from ..frames import marks, walk_stopped  # noqa: F811
-        from ..stack import ended_by_unwinder, jit_label, remember_stop  # noqa: F811
+        from ..frames import marks, walk_stopped
+        from ..stack import ended_by_unwinder, jit_label, remember_stop
 
 
 class NativeFrameDecorator(FrameDecorator):

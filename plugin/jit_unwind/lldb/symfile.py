@@ -12,7 +12,7 @@ for, and LLDB names the JIT frames inside the module from its symbols.
 import os
 import re
 import threading
-from typing import Dict, Optional, Tuple
+from typing import Dict
 
 import lldb
 

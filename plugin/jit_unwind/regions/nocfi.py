@@ -111,7 +111,7 @@ class _RawElf:
     def dwarf(self):
         """pyelftools' DWARF view of the file, for tables read in full."""
         from elftools.elf.elffile import ELFFile
-        return ELFFile(open(self.path, "rb")).get_dwarf_info(follow_links=False)  # noqa: SIM115
+        return ELFFile(open(self.path, "rb")).get_dwarf_info(follow_links=False)
 
 
 # path, size, mtime -> the PT_LOAD (vaddr, offset) pairs, for the load bias

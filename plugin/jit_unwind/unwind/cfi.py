@@ -39,7 +39,7 @@ class CfiTable:
         from elftools.dwarf.callframe import CallFrameInfo
         from elftools.dwarf.structs import DWARFStructs
         from elftools.elf.elffile import ELFFile
-        self._handle = open(path, "rb")  # noqa: SIM115 (kept for the table's life)
+        self._handle = open(path, "rb")  # kept for the table's life
         elf = ELFFile(self._handle)
         self._starts: List[int] = []
         self._offsets: List[int] = []

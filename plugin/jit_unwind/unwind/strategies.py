@@ -17,9 +17,10 @@ from .x86_64 import starts_frame_pointer
 Strategy = Callable[[UnwindContext], Optional[Unwound]]
 
 # Most certain first.  Code whose JIT wrote its unwind table (a perf jitdump) follows
-# the table: the code generator knows its frames.  A function whose start we know is decoded exactly; a trampoline
-# found by its decodable prologue comes before the frame-pointer rule because such
-# trampolines leave rbp untouched, and the caller's rbp would pass the rule's checks.
+# the table: the code generator knows its frames.  A function whose start we know is
+# decoded exactly; a trampoline found by its decodable prologue comes before the
+# frame-pointer rule because such trampolines leave rbp untouched, and the caller's rbp
+# would pass the rule's checks.
 STRATEGIES: List[Tuple[str, Strategy]] = [
     ("jitdump-cfi", unwind_jitdump_cfi),
     ("prologue", unwind_known_start),

@@ -173,7 +173,7 @@ def decode_prologue(code: bytes, start: int, stop: int) -> PrologueState:
     return state
 
 
-def _step(code: bytes, pos: int, sim: _Simulator) -> int:  # noqa: C901 - one opcode table
+def _step(code: bytes, pos: int, sim: _Simulator) -> int:
     """Decode one instruction at ``pos``, apply it, return the next position."""
     state = sim.state
     begin = pos
