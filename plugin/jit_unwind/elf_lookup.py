@@ -9,6 +9,7 @@ mappings say where each file is loaded.
 import os
 from typing import Dict, Iterable, List, Optional, Tuple
 
+from .rawelf import load_bias
 from .regions import Mapping
 
 # Opened files, by path: (identity, ELFFile or None, [(p_vaddr, p_offset)] of PT_LOADs).
@@ -66,16 +67,6 @@ def _elf(path: str):
     return elf, loads
 
 
-def load_bias(mapping: Mapping, loads) -> Optional[int]:
-    """How far the file was moved from its link addresses, from one of its mappings."""
-    for vaddr, offset in loads:
-        if offset <= mapping.offset and (mapping.offset - offset) % 0x1000 == 0:
-            candidate = mapping.start - (vaddr + mapping.offset - offset)
-            if candidate % 0x1000 == 0:
-                return candidate
-    return None
-
-
 def _mapped_files(mappings: Iterable[Mapping]):
     """(path, ELFFile, load bias) of each mapped ELF file, in mapping order."""
     mappings = list(mappings)
@@ -92,15 +83,6 @@ def _mapped_files(mappings: Iterable[Mapping]):
         bias = load_bias(first, loads)
         if bias is not None:
             yield path, elf, bias
-
-
-def section_address(mappings: Iterable[Mapping], section_name: str) -> Optional[int]:
-    """Run-time address of ``section_name`` in the first mapped file that has it."""
-    for _path, elf, bias in _mapped_files(mappings):
-        section = elf.get_section_by_name(section_name)
-        if section is not None:
-            return section["sh_addr"] + bias
-    return None
 
 
 def symbol_address(mappings: Iterable[Mapping], name: str,

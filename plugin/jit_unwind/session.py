@@ -10,7 +10,8 @@ import os
 from typing import TYPE_CHECKING, Dict, Optional, Set, Tuple
 
 from .dependencies import WITHOUT_PYELFTOOLS, missing, warn_missing
-from .elf_lookup import have_pyelftools, section_address, symbol_address
+from .elf_lookup import have_pyelftools, symbol_address
+from .rawelf import raw_section_address
 from .model import Unwound
 from .regions import RegionMap
 from .regions.discovery import build_region_map, jit_interface_regions
@@ -208,9 +209,13 @@ class StopCache:
 
     def _lookup_symbol(self, name: str, debug_info: bool) -> Optional[int]:
         mappings = self.regions().mappings
-        address = symbol_address(mappings, name)
-        if address is None and name == "_PyRuntime":
-            address = section_address(mappings, ".PyRuntime")
+        address = None
+        if name == "_PyRuntime":
+            # CPython 3.12+ places _PyRuntime alone in its .PyRuntime section: read from
+            # the section headers, cheaper than a symbol look-up through pyelftools.
+            address = raw_section_address(mappings, ".PyRuntime")
+        if address is None:
+            address = symbol_address(mappings, name)
         if address is None and debug_info:
             address = self.process.symbol_address(name)
             if address is None:  # no debug info either: the symbol tables, parsed in full

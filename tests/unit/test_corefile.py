@@ -33,3 +33,19 @@ def test_core_mappings_show_jit_code_library_code_and_the_vdso(tmp_path):
     vsyscall = [m for m in mappings if m.start >= 0xFFFF800000000000]
     assert vsyscall and all(m.path == "[vsyscall]" for m in vsyscall), vsyscall
     assert all(regions.jit_region_at(m.start) is None for m in vsyscall)
+
+
+def test_struct_reader_agrees_with_pyelftools(tmp_path):
+    """The program headers and notes read with struct give what pyelftools reads."""
+    from jit_unwind.regions.corefile import _read_headers, _read_with_pyelftools
+    core = tmp_path / "threads.core"
+    run_gdb(GDB_BINARIES["gdb13"], ["run", f"gcore {core}"],
+            [fixture_binary("toyjit"), "fp", "0", "sigtrap"], plugin=False)
+    with open(core, "rb") as handle:
+        fast = _read_headers(handle)
+        handle.seek(0)
+        full = _read_with_pyelftools(handle)
+    files, vdso, loads = fast
+    assert files and vdso and loads
+    assert any(path.endswith("toyjit") for _start, _end, path, _offset in files), files
+    assert fast == full

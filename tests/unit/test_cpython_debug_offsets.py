@@ -155,9 +155,13 @@ def test_cookie_and_version_are_checked():
     good = block(0x030D00F0, sections)
     runtime = find_runtime(memory_with(good, py_version=0x030D00F0), lookup)
     assert str(runtime.version) == "3.13.0"
+    # The version is the offsets' own (Py_Version, another symbol look-up, is read only
+    # for 3.11/3.12, which have no offsets).
+    assert str(find_runtime(memory_with(good), lookup).version) == "3.13.0"
     with pytest.raises(LayoutError, match="Py_Version says CPython 3.12.1 but "
                                           "_Py_DebugOffsets says 3.13.0"):
-        find_runtime(memory_with(good, py_version=0x030C01F0), lookup)
+        layout_from_debug_offsets(memory_with(good, py_version=0x030C01F0), RUNTIME,
+                                  PyVersion.from_hex(0x030C01F0))
     bad_cookie = block(0x030D00F0, sections, cookie=b"xdebugpz")
     with pytest.raises(LayoutError, match="does not start with the 'xdebugpy' cookie "
                                           "that CPython 3.13.0 puts there"):

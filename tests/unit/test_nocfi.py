@@ -6,7 +6,7 @@ import subprocess
 from elftools.elf.elffile import ELFFile
 
 from jit_unwind.regions import Mapping, RegionMap
-from jit_unwind.regions.nocfi import (_eh_frame_ranges, _is_padding, _RawElf,
+from jit_unwind.regions.nocfi import (_eh_frame_ranges, _is_padding, RawElf,
                                       _ranges_from_pyelftools, function_at, uncovered_ranges)
 from tests.support import REPO, fixture_binary
 
@@ -42,7 +42,7 @@ def test_functions_without_cfi_are_uncovered_and_others_not():
 def test_search_table_agrees_with_the_full_parse():
     for path in (str(fixture_binary("nocfi")), LIBC):
         with open(path, "rb") as handle:
-            fast = sorted(_eh_frame_ranges(_RawElf(handle, path)))
+            fast = sorted(_eh_frame_ranges(RawElf(handle, path)))
         with open(path, "rb") as handle:
             full = sorted(_ranges_from_pyelftools(
                 ELFFile(handle).get_dwarf_info(follow_links=False).EH_CFI_entries()))
@@ -96,3 +96,23 @@ def test_debug_frame_counts_as_cfi(tmp_path):
         start, end = _symbols(library)["c_frameless_function"]
         results[debug] = _touches(uncovered_ranges(str(library)), start, end)
     assert results == {"-g": False, "-g0": True}
+
+
+def test_one_pc_lookup_agrees_with_the_gaps():
+    """covered_by_eh_frame (one FDE read for one pc) says covered exactly where the
+    file's gaps leave out code: functions with CFI are covered, those without not."""
+    from jit_unwind.regions.nocfi import _FdeIndex
+    path = str(fixture_binary("nocfi"))
+    index = _FdeIndex(path)
+    symbols = _symbols(path)
+    for name in NOCFI_FUNCTIONS:
+        start, end = symbols[name]
+        assert not index.covers(start) and not index.covers(end - 1), name
+    for name in ("main", "call_nocfi", "nocfi_callback", "nocfi_stop"):
+        start, end = symbols[name]
+        assert index.covers(start) and index.covers(end - 1), name
+    libc = _FdeIndex(LIBC)
+    with open(LIBC, "rb") as handle:
+        ranges = sorted(_eh_frame_ranges(RawElf(handle, LIBC)))
+    for start, end in ranges[::50]:
+        assert libc.covers(start) and libc.covers(end - 1), (start, end)

@@ -92,10 +92,10 @@ def find_runtime(memory: Memory, lookup: SymbolLookup,
     head = memory.try_read(address, len(COOKIE))
     if head is None:
         raise RuntimeNotFoundError(f"cannot read _PyRuntime at {address:#x}")
-    py_version = read_py_version(memory, lookup)
-    if head == COOKIE:
-        layout = layout_from_debug_offsets(memory, address, py_version)
+    if head == COOKIE:  # the offsets carry the version, checked there
+        layout = layout_from_debug_offsets(memory, address)
     else:
+        py_version = read_py_version(memory, lookup)
         known = py_version or (as_version(version) if version is not None else None)
         if known is None:
             raise UnsupportedVersionError(

@@ -251,7 +251,9 @@ class RegionMap:
         key = ("no-cfi", mapping.path)
         ranges = self.memo.get(key)
         if ranges is None:
-            from .nocfi import nocfi_regions
+            from .nocfi import covered_by_eh_frame, nocfi_regions
+            if covered_by_eh_frame(mapping.path, self.mappings, address):
+                return None  # the file's gaps wait for a pc no FDE covers
             ranges = self.memo[key] = _SortedRanges(nocfi_regions(mapping.path, self.mappings))
         return ranges.find(address) if len(ranges) else None
 

@@ -41,38 +41,116 @@ def read_core_mappings(path: str) -> Tuple[List[Mapping], Optional[int]]:
     Raises OSError when the file cannot be read and ImportError when pyelftools is
     missing; callers turn both into a one-line message.
     """
+    with open(path, "rb") as handle:
+        try:
+            files, vdso, loads = _read_headers(handle)
+        except ValueError:  # not a 64-bit little-endian core: pyelftools reads it
+            handle.seek(0)
+            files, vdso, loads = _read_with_pyelftools(handle)
+    mappings = []
+    for start, memsz, flags in loads:
+        end = start + memsz
+        name, offset = next(((f, o + start - s) for s, e, f, o in files if s <= start < e),
+                            ("", 0))
+        if start >= KERNEL_SPACE:  # the kernel's legacy page, as /proc/PID/maps names it
+            name = "[vsyscall]"
+        mappings.append(Mapping(start, end, _perms(flags), name, offset))
+    return mappings + _undumped_file_mappings(files, mappings), vdso
+
+
+PT_LOAD, PT_NOTE = 1, 4
+NT_AUXV, NT_FILE = 6, 0x46494C45
+_PROGRAM_HEADER = struct.Struct("<IIQQQQQQ")
+_NOTE_HEADER = struct.Struct("<III")
+
+
+def _read_headers(handle) -> Tuple[List[Tuple[int, int, str, int]], Optional[int],
+                                   List[Tuple[int, int, int]]]:
+    """(NT_FILE entries as (start, end, path, file offset), the vDSO address, PT_LOAD
+    segments as (vaddr, memsz, flags)) read with struct: a core of many threads has
+    hundreds of segments and notes, which pyelftools parses at tens of ms.  Raises
+    ValueError for a file that is not a 64-bit little-endian ELF file."""
+    files: List[Tuple[int, int, str, int]] = []
+    vdso = None
+    loads = []
+    for kind, flags, offset, vaddr, _paddr, filesz, memsz, _align in _program_headers(handle):
+        if kind == PT_LOAD:
+            loads.append((vaddr, memsz, flags))
+        elif kind == PT_NOTE:
+            handle.seek(offset)
+            found_files, found_vdso = _notes(handle.read(filesz))
+            files += found_files
+            vdso = found_vdso or vdso
+    return files, vdso, loads
+
+
+def _program_headers(handle) -> List[Tuple[int, ...]]:
+    """Every program header of a 64-bit little-endian ELF file, as the fields of
+    Elf64_Phdr; raises ValueError for another file."""
+    header = handle.read(64)
+    if len(header) < 64 or header[:4] != b"\x7fELF" or header[4:6] != b"\x02\x01":
+        raise ValueError("not a 64-bit little-endian ELF file")
+    phoff = struct.unpack_from("<Q", header, 32)[0]
+    phentsize, phnum = struct.unpack_from("<HH", header, 54)
+    if phentsize < _PROGRAM_HEADER.size:
+        raise ValueError("program headers too small")
+    handle.seek(phoff)
+    table = handle.read(phentsize * phnum)
+    if len(table) < phentsize * phnum:
+        raise ValueError("program headers cut short")
+    return [_PROGRAM_HEADER.unpack_from(table, index * phentsize) for index in range(phnum)]
+
+
+def _notes(data: bytes) -> Tuple[List[Tuple[int, int, str, int]], Optional[int]]:
+    files: List[Tuple[int, int, str, int]] = []
+    vdso = None
+    at = 0
+    while at + 12 <= len(data):
+        namesz, descsz, kind = _NOTE_HEADER.unpack_from(data, at)
+        desc = at + 12 + ((namesz + 3) & ~3)
+        at = desc + ((descsz + 3) & ~3)
+        if at > len(data) + 3:
+            break  # a note cut short
+        body = data[desc:desc + descsz]
+        if kind == NT_FILE and len(body) >= 16:
+            count, page = struct.unpack_from("<QQ", body, 0)
+            names_at = 16 + 24 * count
+            if names_at > len(body):
+                continue
+            names = body[names_at:].split(b"\0")
+            for index in range(min(count, len(names))):
+                start, end, page_offset = struct.unpack_from("<QQQ", body, 16 + 24 * index)
+                files.append((start, end, names[index].decode("utf-8", "replace"),
+                              page_offset * page))
+        elif kind == NT_AUXV:
+            vdso = _auxv_value(body, AT_SYSINFO_EHDR) or vdso
+    return files, vdso
+
+
+def _read_with_pyelftools(handle):
+    """What _read_headers reads, through pyelftools (any ELF class and byte order)."""
     from elftools.elf.elffile import ELFFile  # imported lazily: cores only
 
-    with open(path, "rb") as handle:
-        elf = ELFFile(handle)
-        files: List[Tuple[int, int, str, int]] = []  # start, end, path, file offset
-        vdso = None
-        for segment in elf.iter_segments():
-            if segment["p_type"] != "PT_NOTE":
-                continue
-            for note in segment.iter_notes():
-                if note["n_type"] == "NT_FILE":
-                    desc = note["n_desc"]
-                    page = desc["page_size"]
-                    for entry, name in zip(desc["Elf_Nt_File_Entry"], desc["filename"]):
-                        if isinstance(name, bytes):
-                            name = name.decode("utf-8", "replace")
-                        files.append((entry["vm_start"], entry["vm_end"], name,
-                                      entry["page_offset"] * page))
-                elif note["n_type"] == "NT_AUXV":
-                    vdso = _auxv_value(note["n_desc"], AT_SYSINFO_EHDR) or vdso
-        mappings = []
-        for segment in elf.iter_segments():
-            if segment["p_type"] != "PT_LOAD":
-                continue
-            start = segment["p_vaddr"]
-            end = start + segment["p_memsz"]
-            name, offset = next(((f, o + start - s) for s, e, f, o in files if s <= start < e),
-                                ("", 0))
-            if start >= KERNEL_SPACE:  # the kernel's legacy page, as /proc/PID/maps names it
-                name = "[vsyscall]"
-            mappings.append(Mapping(start, end, _perms(segment["p_flags"]), name, offset))
-    return mappings + _undumped_file_mappings(files, mappings), vdso
+    elf = ELFFile(handle)
+    files: List[Tuple[int, int, str, int]] = []  # start, end, path, file offset
+    vdso = None
+    for segment in elf.iter_segments():
+        if segment["p_type"] != "PT_NOTE":
+            continue
+        for note in segment.iter_notes():
+            if note["n_type"] == "NT_FILE":
+                desc = note["n_desc"]
+                page = desc["page_size"]
+                for entry, name in zip(desc["Elf_Nt_File_Entry"], desc["filename"]):
+                    if isinstance(name, bytes):
+                        name = name.decode("utf-8", "replace")
+                    files.append((entry["vm_start"], entry["vm_end"], name,
+                                  entry["page_offset"] * page))
+            elif note["n_type"] == "NT_AUXV":
+                vdso = _auxv_value(note["n_desc"], AT_SYSINFO_EHDR) or vdso
+    loads = [(segment["p_vaddr"], segment["p_memsz"], segment["p_flags"])
+             for segment in elf.iter_segments() if segment["p_type"] == "PT_LOAD"]
+    return files, vdso, loads
 
 
 def _undumped_file_mappings(files, dumped: List[Mapping]) -> List[Mapping]:
@@ -110,10 +188,19 @@ def _load_segments(path: str) -> List[Tuple[int, int, int]]:
     identity = file_identity(path)
     cached = _segment_cache.get(path)
     if cached is None or cached[0] != identity:
-        from elftools.elf.elffile import ELFFile
         with open(path, "rb") as handle:
-            segments = [(seg["p_offset"], seg["p_filesz"], seg["p_flags"])
-                        for seg in ELFFile(handle).iter_segments()
-                        if seg["p_type"] == "PT_LOAD"]
+            try:
+                segments = [(offset, filesz, flags) for kind, flags, offset, _vaddr, _paddr,
+                            filesz, _memsz, _align in _program_headers(handle)
+                            if kind == PT_LOAD]
+            except ValueError:  # another ELF class or byte order, else not ELF at all
+                handle.seek(0)
+                if handle.read(4) != b"\x7fELF":
+                    raise
+                from elftools.elf.elffile import ELFFile
+                handle.seek(0)
+                segments = [(seg["p_offset"], seg["p_filesz"], seg["p_flags"])
+                            for seg in ELFFile(handle).iter_segments()
+                            if seg["p_type"] == "PT_LOAD"]
         cached = _segment_cache[path] = (identity, segments)
     return cached[1]

@@ -19,6 +19,7 @@ import struct
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from ..model import Region
+from ..rawelf import RawElf, load_bias
 
 SOURCE = "no-cfi"
 MAX_FILES = 256
@@ -55,72 +56,13 @@ def uncovered_ranges(path: str) -> List[Tuple[int, int]]:
     return _gaps[key]
 
 
-class _RawSection:
-    """One section header, read with struct (the keys pyelftools' sections have)."""
-
-    def __init__(self, handle, name: str, fields):
-        self._handle = handle
-        self.name = name
-        kind, flags, addr, offset, size = fields
-        self._fields = {"sh_type": "SHT_PROGBITS" if kind == 1 else kind, "sh_flags": flags,
-                        "sh_addr": addr, "sh_offset": offset, "sh_size": size}
-
-    def __getitem__(self, key):
-        return self._fields[key]
-
-    def data(self) -> bytes:
-        self._handle.seek(self["sh_offset"])
-        return self._handle.read(self["sh_size"])
-
-
-class _RawElf:
-    """Section and program headers of an x86-64 ELF file, read with struct: the first
-    stop of every program looks at libc and ld.so, and pyelftools costs tens of ms
-    there (its import included).  pyelftools is used only for tables we do not read."""
-
-    def __init__(self, handle, path: str):
-        self.path = path
-        header = handle.read(64)
-        if len(header) < 64 or header[:4] != b"\x7fELF" or header[4:6] != b"\x02\x01":
-            raise ValueError("not a 64-bit little-endian ELF file")
-        self.machine = struct.unpack_from("<H", header, 18)[0]
-        phoff, shoff = struct.unpack_from("<QQ", header, 32)
-        phentsize, phnum, shentsize, shnum, shstrndx = struct.unpack_from("<HHHHH", header, 54)
-        handle.seek(phoff)
-        table = handle.read(phentsize * phnum)
-        self.loads = []  # (p_vaddr, p_offset) of each PT_LOAD
-        for index in range(phnum):
-            kind, _flags, offset, vaddr = struct.unpack_from("<IIQQ", table, index * phentsize)
-            if kind == 1:
-                self.loads.append((vaddr, offset))
-        handle.seek(shoff)
-        table = handle.read(shentsize * shnum)
-        headers = [struct.unpack_from("<IIQQQQ", table, index * shentsize)
-                   for index in range(shnum)]
-        names = b""
-        if shstrndx < len(headers):
-            handle.seek(headers[shstrndx][4])
-            names = handle.read(headers[shstrndx][5])
-        self.sections: Dict[str, _RawSection] = {}
-        for name_offset, kind, flags, addr, offset, size in headers:
-            end = names.find(b"\0", name_offset)
-            name = names[name_offset:end].decode("ascii", "replace") if end >= 0 else ""
-            self.sections.setdefault(name, _RawSection(handle, name,
-                                                       (kind, flags, addr, offset, size)))
-
-    def dwarf(self):
-        """pyelftools' DWARF view of the file, for tables read in full."""
-        from elftools.elf.elffile import ELFFile
-        return ELFFile(open(self.path, "rb")).get_dwarf_info(follow_links=False)
-
-
 # path, size, mtime -> the PT_LOAD (vaddr, offset) pairs, for the load bias
 _loads: Dict[Tuple[str, int, float], List[Tuple[int, int]]] = {}
 
 
 def _compute_gaps(path: str) -> List[Tuple[int, int]]:
     with open(path, "rb") as handle:
-        elf = _RawElf(handle, path)
+        elf = RawElf(handle, path)
         key = _key(path)
         if key is not None:
             if len(_loads) >= MAX_FILES:
@@ -214,7 +156,7 @@ def _read_uleb(data: bytes, pos: int) -> Tuple[int, int]:
 _FORMATS = {0x2: "<H", 0x3: "<I", 0x4: "<Q", 0xA: "<h", 0xB: "<i", 0xC: "<q", 0x0: "<Q"}
 
 
-def _eh_frame_ranges(elf: _RawElf) -> Optional[List[Tuple[int, int]]]:
+def _eh_frame_ranges(elf: RawElf) -> Optional[List[Tuple[int, int]]]:
     """(start, end) of every FDE of ``.eh_frame`` (file addresses); [] without one;
     None when the table cannot be read."""
     eh_frame = elf.sections.get(".eh_frame")
@@ -327,7 +269,7 @@ def _ranges_from_pyelftools(entries: Iterable) -> List[Tuple[int, int]]:
     return ranges
 
 
-def _debug_frame_ranges(elf: _RawElf) -> List[Tuple[int, int]]:
+def _debug_frame_ranges(elf: RawElf) -> List[Tuple[int, int]]:
     if ".debug_frame" not in elf.sections:
         return []
     try:
@@ -336,7 +278,7 @@ def _debug_frame_ranges(elf: _RawElf) -> List[Tuple[int, int]]:
         return []
 
 
-def _build_id(elf: _RawElf) -> Optional[str]:
+def _build_id(elf: RawElf) -> Optional[str]:
     note = elf.sections.get(".note.gnu.build-id")
     data = note.data() if note is not None else b""
     if len(data) < 16:
@@ -348,7 +290,7 @@ def _build_id(elf: _RawElf) -> Optional[str]:
     return data[desc:desc + descsz].hex()
 
 
-def _separate_debug_frame_ranges(elf: _RawElf) -> List[Tuple[int, int]]:
+def _separate_debug_frame_ranges(elf: RawElf) -> List[Tuple[int, int]]:
     """FDEs of the separate debug file found by build id, which the debugger reads too."""
     build_id = _build_id(elf)
     if not build_id or len(build_id) < 4:
@@ -358,9 +300,101 @@ def _separate_debug_frame_ranges(elf: _RawElf) -> List[Tuple[int, int]]:
         return []
     try:
         with open(path, "rb") as handle:
-            return _debug_frame_ranges(_RawElf(handle, path))
+            return _debug_frame_ranges(RawElf(handle, path))
     except Exception:
         return []
+
+
+# -- one pc, without the whole table ---------------------------------------------------
+
+class _FdeIndex:
+    """A file's .eh_frame_hdr search table, to tell whether one FDE covers one file
+    address: a binary search and two small reads, where the file's gaps cost every FDE
+    (tens of ms for a large statically linked interpreter).  Most frames' pcs are
+    covered, and a file whose frames all are never needs its gaps."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.starts: List[int] = []
+        self.offsets: List[int] = []
+        self.loads: List[Tuple[int, int]] = []
+        self.frames_offset = 0  # .eh_frame's offset in the file
+        self.frames_size = 0
+        self._readers: Dict[int, Optional[Tuple]] = {}
+        with open(path, "rb") as handle:
+            elf = RawElf(handle, path)
+            self.loads = elf.loads
+            header = elf.sections.get(".eh_frame_hdr")
+            frames = elf.sections.get(".eh_frame")
+            if elf.machine != 62 or header is None or frames is None:
+                return
+            index = search_table(header.data(), header["sh_addr"], frames["sh_addr"],
+                                 MAX_FDES)
+            if index is not None:
+                self.starts, self.offsets = index
+                self.frames_offset, self.frames_size = frames["sh_offset"], frames["sh_size"]
+
+    def covers(self, file_address: int) -> bool:
+        """True when an FDE of .eh_frame covers ``file_address``; False when none does
+        or the table cannot tell (the whole computation decides then)."""
+        at = bisect.bisect_right(self.starts, file_address) - 1
+        if at < 0:
+            return False
+        offset = self.offsets[at]
+        if not 0 <= offset < self.frames_size:
+            return False
+        try:
+            with open(self.path, "rb") as handle:
+                handle.seek(self.frames_offset + offset)
+                fde = handle.read(32)
+                length, cie_pointer = _FDE_HEADER.unpack_from(fde, 0)
+                if length == 0xFFFFFFFF:
+                    return False
+                reader = self._reader(handle, offset + 4 - cie_pointer)
+            if reader is None:
+                return False
+            unpack, at_range = reader
+            size = unpack(fde, at_range)[0]
+        except (OSError, ValueError, IndexError, struct.error):
+            return False
+        return self.starts[at] <= file_address < self.starts[at] + size
+
+    def _reader(self, handle, cie: int) -> Optional[Tuple]:
+        if cie not in self._readers:
+            reader = None
+            if 0 <= cie < self.frames_size:
+                handle.seek(self.frames_offset + cie)
+                data = handle.read(256)
+                fmt = _FORMATS.get(_fde_encoding(data, 0) & 0x0F)
+                if fmt is not None:
+                    reader = (struct.Struct(fmt).unpack_from, 8 + struct.calcsize(fmt))
+            self._readers[cie] = reader
+        return self._readers[cie]
+
+
+# path, size, mtime -> its search table
+_indexes: Dict[Tuple[str, int, float], Optional[_FdeIndex]] = {}
+
+
+def covered_by_eh_frame(path: str, mappings: Iterable, address: int) -> bool:
+    """True when an FDE of ``path``'s .eh_frame covers the run-time ``address`` (so it
+    is no code without CFI, and the file's gaps need not be computed for it)."""
+    key = _key(path)
+    if key is None:
+        return False
+    if key not in _indexes:
+        if len(_indexes) >= MAX_FILES:
+            _indexes.clear()
+        try:
+            _indexes[key] = _FdeIndex(path)
+        except Exception:  # not ELF, a table we cannot read: no answer here
+            _indexes[key] = None
+    index = _indexes[key]
+    if index is None or not index.starts:
+        return False
+    mine = [m for m in mappings if m.path == path]
+    bias = load_bias(min(mine, key=lambda m: m.offset), index.loads) if mine else None
+    return bias is not None and index.covers(address - bias)
 
 
 # -- the process's view ------------------------------------------------------------------
@@ -368,7 +402,6 @@ def _separate_debug_frame_ranges(elf: _RawElf) -> List[Tuple[int, int]]:
 def nocfi_regions(path: str, mappings: Iterable) -> List[Region]:
     """Run-time ranges of the code of ``path`` without CFI, from the process's
     mappings of that file (which give its load bias)."""
-    from ..elf_lookup import load_bias
     gaps = uncovered_ranges(path)
     if not gaps:
         return []

@@ -1,0 +1,101 @@
+"""Section and program headers of an x86-64 ELF file, read with ``struct``.
+
+The first stop of every program looks at libc, ld.so and the interpreter, where
+pyelftools costs milliseconds per file (its import included); pyelftools stays for the
+tables read in full (symbols, DWARF)."""
+
+import struct
+from typing import Dict, Iterable, Optional
+
+__all__ = ["RawElf", "RawSection", "load_bias", "raw_section_address"]
+
+
+class RawSection:
+    """One section header, read with struct (the keys pyelftools' sections have)."""
+
+    def __init__(self, handle, name: str, fields):
+        self._handle = handle
+        self.name = name
+        kind, flags, addr, offset, size = fields
+        self._fields = {"sh_type": "SHT_PROGBITS" if kind == 1 else kind, "sh_flags": flags,
+                        "sh_addr": addr, "sh_offset": offset, "sh_size": size}
+
+    def __getitem__(self, key):
+        return self._fields[key]
+
+    def data(self) -> bytes:
+        self._handle.seek(self["sh_offset"])
+        return self._handle.read(self["sh_size"])
+
+
+class RawElf:
+    """Section and program headers of a 64-bit little-endian ELF file."""
+
+    def __init__(self, handle, path: str):
+        self.path = path
+        header = handle.read(64)
+        if len(header) < 64 or header[:4] != b"\x7fELF" or header[4:6] != b"\x02\x01":
+            raise ValueError("not a 64-bit little-endian ELF file")
+        self.machine = struct.unpack_from("<H", header, 18)[0]
+        phoff, shoff = struct.unpack_from("<QQ", header, 32)
+        phentsize, phnum, shentsize, shnum, shstrndx = struct.unpack_from("<HHHHH", header, 54)
+        handle.seek(phoff)
+        table = handle.read(phentsize * phnum)
+        self.loads = []  # (p_vaddr, p_offset) of each PT_LOAD
+        for index in range(phnum):
+            kind, _flags, offset, vaddr = struct.unpack_from("<IIQQ", table, index * phentsize)
+            if kind == 1:
+                self.loads.append((vaddr, offset))
+        handle.seek(shoff)
+        table = handle.read(shentsize * shnum)
+        headers = [struct.unpack_from("<IIQQQQ", table, index * shentsize)
+                   for index in range(shnum)]
+        names = b""
+        if shstrndx < len(headers):
+            handle.seek(headers[shstrndx][4])
+            names = handle.read(headers[shstrndx][5])
+        self.sections: Dict[str, RawSection] = {}
+        for name_offset, kind, flags, addr, offset, size in headers:
+            end = names.find(b"\0", name_offset)
+            name = names[name_offset:end].decode("ascii", "replace") if end >= 0 else ""
+            self.sections.setdefault(name, RawSection(handle, name,
+                                                       (kind, flags, addr, offset, size)))
+
+    def dwarf(self):
+        """pyelftools' DWARF view of the file, for tables read in full."""
+        from elftools.elf.elffile import ELFFile
+        return ELFFile(open(self.path, "rb")).get_dwarf_info(follow_links=False)
+
+
+def load_bias(mapping, loads) -> Optional[int]:
+    """How far the file was moved from its link addresses, from one of its mappings."""
+    for vaddr, offset in loads:
+        if offset <= mapping.offset and (mapping.offset - offset) % 0x1000 == 0:
+            candidate = mapping.start - (vaddr + mapping.offset - offset)
+            if candidate % 0x1000 == 0:
+                return candidate
+    return None
+
+
+def raw_section_address(mappings: Iterable, section_name: str) -> Optional[int]:
+    """Run-time address of ``section_name`` in the first mapped file that has it."""
+    seen = set()
+    mappings = list(mappings)
+    for mapping in mappings:
+        path = mapping.path
+        if not path.startswith("/") or path in seen:
+            continue
+        seen.add(path)
+        try:
+            with open(path, "rb") as handle:
+                elf = RawElf(handle, path)
+        except (OSError, ValueError, struct.error):
+            continue
+        section = elf.sections.get(section_name)
+        if section is None or not section["sh_addr"]:
+            continue
+        first = min((m for m in mappings if m.path == path), key=lambda m: m.offset)
+        bias = load_bias(first, elf.loads)
+        if bias is not None:
+            return section["sh_addr"] + bias
+    return None
