@@ -5,8 +5,10 @@ import sys
 from .render import missing_dependency
 
 # What jit-unwind cannot do without pyelftools (one sentence for every message).
-WITHOUT_PYELFTOOLS = ("without it jit-unwind finds no JIT code in core files, and "
-                      "finds the CPython runtime only through debug info")
+WITHOUT_PYELFTOOLS = ("without it jit-unwind reads no symbol tables or DWARF from the "
+                      "program's files: CPython's symbols come only from debug info, and "
+                      "LLDB's walk and jitdump unwind rules cannot read call frame "
+                      "information")
 _warned = set()
 
 
