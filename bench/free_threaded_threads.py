@@ -21,7 +21,6 @@ costs less CPU than ``pystack core`` on the same core.
 
 import argparse
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -33,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bt_overhead import (GDB_FLAGS, PLUGIN, compile_plugin, default_gdbs,
                          gdb_version, markdown_table, positive_int)
-from py_mixed_bt import clean_environment, command_seconds, gdb_tool, ms, timed
+from py_mixed_bt import clean_environment, gdb_tool, measure_rounds, ms
 
 FUNCTION = "nested_call"
 PROGRAM = f"""
@@ -95,27 +94,8 @@ def tools(gdb: str, python: str, core: Path) -> Dict[str, List[str]]:
 
 def measure(gdb: str, python: str, core: Path, threads: int, depth: int,
             reps: int) -> Dict[str, Dict]:
-    argvs = tools(gdb, python, core)
-    samples = {name: {"wall": [], "cpu": [], "command": []} for name in argvs}
-    names = list(argvs)
-    expected = threads * depth
-    for index in range(reps + 1):  # the first round fills file caches, not counted
-        order = names[index % len(names):] + names[:index % len(names)]
-        for name in order:
-            wall, cpu, output = timed(argvs[name])
-            frames = output.count(FUNCTION)
-            if frames < expected and not name.startswith("GDB alone"):
-                raise RuntimeError(f"{name}: {frames} frames of {FUNCTION}, expected >= "
-                                   f"{expected}\n{output[-3000:]}")
-            if index == 0:
-                continue
-            samples[name]["wall"].append(wall)
-            samples[name]["cpu"].append(cpu)
-            seconds = command_seconds(output)
-            if seconds is not None:
-                samples[name]["command"].append(seconds)
-    return {name: {key: statistics.median(values) if values else None
-                   for key, values in parts.items()} for name, parts in samples.items()}
+    return measure_rounds(tools(gdb, python, core), reps, threads * depth,
+                          lambda output: output.count(FUNCTION), FUNCTION)
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bt_overhead import (GDB_FLAGS, PLUGIN, compile_plugin, default_gdbs,
@@ -143,19 +143,27 @@ def tools(gdb: str, python: str, core: Path) -> Dict[str, List[str]]:
 
 
 def measure(gdb: str, python: str, core: Path, depth: int, reps: int) -> Dict[str, Dict]:
-    argvs = tools(gdb, python, core)
+    # pystack and py-mixed-bt name each frame once; py-bt twice (name, source).
+    return measure_rounds(tools(gdb, python, core), reps, depth, count_frames, FUNCTION)
+
+
+def measure_rounds(argvs: Dict[str, List[str]], reps: int, expected: int,
+                   count: Callable[[str], int], function: str) -> Dict[str, Dict]:
+    """Median wall, CPU and command CPU of each tool over ``reps`` rounds (a first,
+    uncounted one fills the file caches), the order rotating each round; a tool that
+    shows fewer than ``expected`` frames of ``function`` (``count(output)``) stops the
+    bench, except the GDB-alone floor."""
     samples: Dict[str, Dict[str, List[float]]] = {
         name: {"wall": [], "cpu": [], "command": []} for name in argvs}
     names = list(argvs)
-    for index in range(reps + 1):  # the first round fills file caches, not counted
+    for index in range(reps + 1):
         order = names[index % len(names):] + names[:index % len(names)]
         for name in order:
             wall, cpu, output = timed(argvs[name])
-            frames = count_frames(output)
-            # pystack and py-mixed-bt name each frame once; py-bt twice (name, source).
-            if frames < depth and not name.startswith("GDB alone"):
-                raise RuntimeError(f"{name}: {frames} frames of {FUNCTION}, expected >= "
-                                   f"{depth}\n{output[-3000:]}")
+            frames = count(output)
+            if frames < expected and not name.startswith("GDB alone"):
+                raise RuntimeError(f"{name}: {frames} frames of {function}, expected >= "
+                                   f"{expected}\n{output[-3000:]}")
             if index == 0:
                 continue
             samples[name]["wall"].append(wall)

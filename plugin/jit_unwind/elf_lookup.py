@@ -9,7 +9,7 @@ mappings say where each file is loaded.
 import os
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from .rawelf import load_bias
+from .rawelf import first_mappings, load_bias
 from .regions import Mapping
 
 # Opened files, by path: (identity, ELFFile or None, [(p_vaddr, p_offset)] of PT_LOADs).
@@ -69,17 +69,10 @@ def _elf(path: str):
 
 def _mapped_files(mappings: Iterable[Mapping]):
     """(path, ELFFile, load bias) of each mapped ELF file, in mapping order."""
-    mappings = list(mappings)
-    seen = set()
-    for mapping in mappings:
-        path = mapping.path
-        if not path.startswith("/") or path in seen:
-            continue
-        seen.add(path)
+    for path, first in first_mappings(mappings).items():
         elf, loads = _elf(path)
         if elf is None:
             continue
-        first = min((m for m in mappings if m.path == path), key=lambda m: m.offset)
         bias = load_bias(first, loads)
         if bias is not None:
             yield path, elf, bias

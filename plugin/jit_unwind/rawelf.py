@@ -5,9 +5,10 @@ pyelftools costs milliseconds per file (its import included); pyelftools stays f
 tables read in full (symbols, DWARF)."""
 
 import struct
-from typing import Dict, Iterable, Optional
+from typing import Dict, Iterable, List, Optional
 
-__all__ = ["RawElf", "RawSection", "load_bias", "raw_section_address"]
+__all__ = ["RawElf", "RawSection", "file_bias", "first_mappings", "load_bias",
+           "raw_section_address"]
 
 
 class RawSection:
@@ -77,15 +78,27 @@ def load_bias(mapping, loads) -> Optional[int]:
     return None
 
 
-def raw_section_address(mappings: Iterable, section_name: str) -> Optional[int]:
-    """Run-time address of ``section_name`` in the first mapped file that has it."""
-    seen = set()
-    mappings = list(mappings)
+def first_mappings(mappings: Iterable) -> Dict[str, object]:
+    """path -> its mapping of the lowest file offset (the one the load bias is read
+    from), for each file mapped at an absolute path, in mapping order."""
+    first: Dict[str, object] = {}
     for mapping in mappings:
         path = mapping.path
-        if not path.startswith("/") or path in seen:
-            continue
-        seen.add(path)
+        if path.startswith("/") and (path not in first
+                                     or mapping.offset < first[path].offset):
+            first[path] = mapping
+    return first
+
+
+def file_bias(path: str, mappings: Iterable, loads: List) -> Optional[int]:
+    """The load bias of ``path`` in the process whose ``mappings`` these are."""
+    mapping = first_mappings(m for m in mappings if m.path == path).get(path)
+    return load_bias(mapping, loads) if mapping is not None else None
+
+
+def raw_section_address(mappings: Iterable, section_name: str) -> Optional[int]:
+    """Run-time address of ``section_name`` in the first mapped file that has it."""
+    for path, first in first_mappings(mappings).items():
         try:
             with open(path, "rb") as handle:
                 elf = RawElf(handle, path)
@@ -94,7 +107,6 @@ def raw_section_address(mappings: Iterable, section_name: str) -> Optional[int]:
         section = elf.sections.get(section_name)
         if section is None or not section["sh_addr"]:
             continue
-        first = min((m for m in mappings if m.path == path), key=lambda m: m.offset)
         bias = load_bias(first, elf.loads)
         if bias is not None:
             return section["sh_addr"] + bias

@@ -372,7 +372,7 @@ class CoreFrame(debugger.Frame):
                 return self._unwind_jit(pc, sp, named)
             if registered and not process.plain and named.is_trace(lookup):
                 # What the GDB unwinder does before GDB's rules for a registered trace.
-                traced = self._unwind_registered_trace(pc, sp, named)
+                traced = self._unwind_jit(pc, sp, named, registered=True)
                 if traced is not None:
                     return traced
         name = self.function_name()
@@ -414,23 +414,19 @@ class CoreFrame(debugger.Frame):
             return None
         return {"rip": caller_pc, "rsp": rbp + 16, "rbp": saved}
 
-    def _unwind_registered_trace(self, pc: int, sp: int, regions) -> Optional[Unwinding]:
+    def _unwind_jit(self, pc: int, sp: int, regions, registered: bool = False
+                    ) -> Optional[Unwinding]:
+        """The GDB unwinder's calls (nothing catches here); for a ``registered`` trace,
+        None where it leaves the frame to GDB's rules."""
         process = self.thread.process
         ctx = UnwindContext(pc, sp, process.memory, regions, self.registers.get,
                             self._level == 0, process.function_start)
-        result = unwind_registered_trace(ctx)
-        if result is None:
-            return None
-        process.cache.record(pc, sp, result)
-        caller = dict(result.saved)
-        caller["rip"], caller["rsp"] = result.caller_pc, result.caller_sp
-        return self._checked(caller, sp)
-
-    def _unwind_jit(self, pc: int, sp: int, regions) -> Unwinding:
-        process = self.thread.process
-        ctx = UnwindContext(pc, sp, process.memory, regions, self.registers.get,
-                            self._level == 0, process.function_start)
-        result = unwind_jit_frame(ctx)  # the GDB unwinder's call; nothing catches here
+        if registered:
+            result = unwind_registered_trace(ctx)
+            if result is None:
+                return None
+        else:
+            result = unwind_jit_frame(ctx)
         process.cache.record(pc, sp, result)
         if result.ends_walk:
             return Unwinding(outermost=True)  # the core says why (ended_by_unwinder)

@@ -19,7 +19,7 @@ import struct
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from ..model import Region
-from ..rawelf import RawElf, load_bias
+from ..rawelf import RawElf, file_bias
 
 SOURCE = "no-cfi"
 MAX_FILES = 256
@@ -41,19 +41,27 @@ def _key(path: str) -> Optional[Tuple[str, int, float]]:
     return path, stat.st_size, stat.st_mtime
 
 
-def uncovered_ranges(path: str) -> List[Tuple[int, int]]:
-    """File-address ranges of code in ``path`` without CFI (cached per file)."""
+def _per_file(cache: Dict, path: str, compute, failed):
+    """``compute(path)``, kept in ``cache`` per file (path, size and mtime; at most
+    MAX_FILES); ``failed`` for a file that is gone or that ``compute`` cannot read (not
+    ELF, a table we cannot read)."""
     key = _key(path)
     if key is None:
-        return []
-    if key not in _gaps:
-        if len(_gaps) >= MAX_FILES:
-            _gaps.clear()
+        return failed
+    if key not in cache:
+        if len(cache) >= MAX_FILES:
+            cache.clear()
         try:
-            _gaps[key] = _compute_gaps(path)
-        except Exception:  # not ELF, a table we cannot read: claim nothing
-            _gaps[key] = []
-    return _gaps[key]
+            cache[key] = compute(path)
+        except Exception:
+            cache[key] = failed
+    return cache[key]
+
+
+def uncovered_ranges(path: str) -> List[Tuple[int, int]]:
+    """File-address ranges of code in ``path`` without CFI (cached per file); none
+    claimed for a file that cannot be read."""
+    return _per_file(_gaps, path, _compute_gaps, [])
 
 
 # path, size, mtime -> the PT_LOAD (vaddr, offset) pairs, for the load bias
@@ -379,21 +387,10 @@ _indexes: Dict[Tuple[str, int, float], Optional[_FdeIndex]] = {}
 def covered_by_eh_frame(path: str, mappings: Iterable, address: int) -> bool:
     """True when an FDE of ``path``'s .eh_frame covers the run-time ``address`` (so it
     is no code without CFI, and the file's gaps need not be computed for it)."""
-    key = _key(path)
-    if key is None:
-        return False
-    if key not in _indexes:
-        if len(_indexes) >= MAX_FILES:
-            _indexes.clear()
-        try:
-            _indexes[key] = _FdeIndex(path)
-        except Exception:  # not ELF, a table we cannot read: no answer here
-            _indexes[key] = None
-    index = _indexes[key]
+    index = _per_file(_indexes, path, _FdeIndex, None)
     if index is None or not index.starts:
         return False
-    mine = [m for m in mappings if m.path == path]
-    bias = load_bias(min(mine, key=lambda m: m.offset), index.loads) if mine else None
+    bias = file_bias(path, mappings, index.loads)
     return bias is not None and index.covers(address - bias)
 
 
@@ -406,8 +403,7 @@ def nocfi_regions(path: str, mappings: Iterable) -> List[Region]:
     if not gaps:
         return []
     mine = [m for m in mappings if m.path == path]
-    loads = _loads.get(_key(path), [])
-    bias = load_bias(min(mine, key=lambda m: m.offset), loads) if mine else None
+    bias = file_bias(path, mine, _loads.get(_key(path), []))
     if bias is None:
         return []
     regions = []
@@ -425,18 +421,8 @@ def nocfi_regions(path: str, mappings: Iterable) -> List[Region]:
 def function_at(region: Region, address: int) -> Optional[Region]:
     """The function symbol of ``region``'s file holding ``address`` (its start, end and
     name, as a Region the prologue strategy decodes from); None without a symbol."""
-    key = _key(region.name)
-    if key is None:
-        return None
-    if key not in _functions:
-        if len(_functions) >= MAX_FILES:
-            _functions.clear()
-        try:
-            _functions[key] = _function_symbols(region.name)
-        except Exception:
-            _functions[key] = []
     bias = region.owner
-    symbols = _functions[key]
+    symbols = _per_file(_functions, region.name, _function_symbols, [])
     index = bisect.bisect_right(symbols, (address - bias, float("inf"), "")) - 1
     if index >= 0:
         start, end, name = symbols[index]
