@@ -6,9 +6,9 @@ through the expression evaluator may need the very frame being unwound) or impos
 mappings say where each file is loaded.
 """
 
-import os
 from typing import Dict, Iterable, List, Optional, Tuple
 
+from .file_cache import file_identity
 from .rawelf import first_mappings, load_bias
 from .regions import Mapping
 
@@ -17,16 +17,6 @@ from .regions import Mapping
 # (a second core file loaded in one session maps other builds) from the one opened.
 _files: Dict[str, Tuple[object, object, List[Tuple[int, int]]]] = {}
 _have_pyelftools: Optional[bool] = None
-
-
-def file_identity(path: str) -> Optional[Tuple[int, int, int, int]]:
-    """(device, inode, size, mtime in ns) of ``path``, None when it cannot be read:
-    what tells one file at a path from another put there later."""
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return None
-    return stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns
 
 
 def have_pyelftools() -> bool:

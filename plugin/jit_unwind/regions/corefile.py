@@ -6,8 +6,9 @@ the full picture, and the NT_FILE note says which of them a file backs.
 """
 
 import struct
-from typing import Dict, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
+from ..file_cache import FileCache
 from . import Mapping
 
 AT_SYSINFO_EHDR = 33  # auxv entry: where the vDSO's ELF header is
@@ -168,9 +169,8 @@ def _undumped_file_mappings(files, dumped: List[Mapping]) -> List[Mapping]:
 
 def _file_perms(path: str, offset: int, size: int) -> str:
     """Permissions of ``size`` bytes of ELF file ``path`` mapped from ``offset``."""
-    try:
-        segments = _load_segments(path)
-    except Exception:  # unreadable or not ELF: assume code, it is file-backed anyway
+    segments = _segments.get(path, _load_segments, None)
+    if segments is None:  # unreadable or not ELF: assume code, it is file-backed anyway
         return "r-xp"
     for seg_offset, seg_size, flags in segments:
         if seg_offset < offset + size and offset < seg_offset + max(seg_size, 1):
@@ -178,29 +178,20 @@ def _file_perms(path: str, offset: int, size: int) -> str:
     return "r--p"
 
 
-_segment_cache: Dict[str, Tuple[object, List[Tuple[int, int, int]]]] = {}
+# Per mapped file: (file offset, file size, flags) of each PT_LOAD; None when unreadable.
+_segments: FileCache[Optional[List[Tuple[int, int, int]]]] = FileCache()
 
 
 def _load_segments(path: str) -> List[Tuple[int, int, int]]:
-    """(file offset, file size, flags) of each PT_LOAD of an ELF file, cached while the
-    file at ``path`` stays the same one."""
-    from ..elf_lookup import file_identity
-    identity = file_identity(path)
-    cached = _segment_cache.get(path)
-    if cached is None or cached[0] != identity:
-        with open(path, "rb") as handle:
-            try:
-                segments = [(offset, filesz, flags) for kind, flags, offset, _vaddr, _paddr,
-                            filesz, _memsz, _align in _program_headers(handle)
-                            if kind == PT_LOAD]
-            except ValueError:  # another ELF class or byte order, else not ELF at all
-                handle.seek(0)
-                if handle.read(4) != b"\x7fELF":
-                    raise
-                from elftools.elf.elffile import ELFFile
-                handle.seek(0)
-                segments = [(seg["p_offset"], seg["p_filesz"], seg["p_flags"])
-                            for seg in ELFFile(handle).iter_segments()
-                            if seg["p_type"] == "PT_LOAD"]
-        cached = _segment_cache[path] = (identity, segments)
-    return cached[1]
+    with open(path, "rb") as handle:
+        try:
+            return [(offset, filesz, flags) for kind, flags, offset, _vaddr, _paddr,
+                    filesz, _memsz, _align in _program_headers(handle) if kind == PT_LOAD]
+        except ValueError:  # another ELF class or byte order, else not ELF at all
+            handle.seek(0)
+            if handle.read(4) != b"\x7fELF":
+                raise
+            from elftools.elf.elffile import ELFFile
+            handle.seek(0)
+            return [(seg["p_offset"], seg["p_filesz"], seg["p_flags"])
+                    for seg in ELFFile(handle).iter_segments() if seg["p_type"] == "PT_LOAD"]

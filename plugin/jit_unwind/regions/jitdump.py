@@ -26,6 +26,8 @@ import struct
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
+from ..file_cache import FileCache
+
 MAGIC = 0x4A695444  # "JiTD" as the writer's uint32
 FILE_HEADER = 40
 RECORD_HEADER = 16
@@ -330,31 +332,21 @@ def candidate_paths(pid: int, mapped_paths: Iterable[str] = (), cwd: Optional[st
     return unique
 
 
-# Parsed files keyed by path, kept while size and mtime stay the same: a dump only grows.
-_cache: Dict[str, Tuple[Tuple[int, float], Optional[Jitdump]]] = {}
+# Parsed files, kept while the file stays the same: a dump only grows.
+_cache: FileCache[Optional[Jitdump]] = FileCache()
 
 
 def read_jitdump(path: str) -> Optional[Jitdump]:
-    """The parsed file at ``path``; None when it is missing or not a jitdump."""
-    try:
-        stat = os.stat(path)
-        if not os.path.isfile(path) or stat.st_size > MAX_FILE_SIZE:
-            return None
-    except OSError:
+    """The parsed file at ``path``; None when it is missing, too large or not a
+    jitdump (garbage never gets through to the debugger)."""
+    return _cache.get(path, _parse_file, None)
+
+
+def _parse_file(path: str) -> Optional[Jitdump]:
+    if not os.path.isfile(path) or os.path.getsize(path) > MAX_FILE_SIZE:
         return None
-    key = (stat.st_size, stat.st_mtime)
-    cached = _cache.get(path)
-    if cached is not None and cached[0] == key:
-        return cached[1]
-    try:
-        with open(path, "rb") as handle:
-            dump = parse_jitdump(handle.read(MAX_FILE_SIZE))
-    except OSError:
-        return None
-    except Exception:  # never let a garbage file through to the debugger
-        dump = None
-    _cache[path] = (key, dump)
-    return dump
+    with open(path, "rb") as handle:
+        return parse_jitdump(handle.read(MAX_FILE_SIZE))
 
 
 def find_jitdump(pid: int, mapped_paths: Iterable[str] = (), cwd: Optional[str] = None,

@@ -18,6 +18,7 @@ import re
 import struct
 from typing import Dict, Iterable, List, Optional, Tuple
 
+from ..file_cache import FileCache
 from ..model import Region
 from ..rawelf import RawElf, file_bias
 
@@ -27,55 +28,27 @@ SKIPPED_SECTIONS = (".init", ".fini")
 MAX_FDES = 2_000_000  # a table larger than this is not believed
 DEBUG_ROOT = "/usr/lib/debug/.build-id"
 
-# path, size, mtime -> uncovered (start, end) file addresses, sorted
-_gaps: Dict[Tuple[str, int, float], List[Tuple[int, int]]] = {}
-# path, size, mtime -> function symbols (start, end, name) inside the gaps, sorted
-_functions: Dict[Tuple[str, int, float], List[Tuple[int, int, str]]] = {}
-
-
-def _key(path: str) -> Optional[Tuple[str, int, float]]:
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return None
-    return path, stat.st_size, stat.st_mtime
-
-
-def _per_file(cache: Dict, path: str, compute, failed):
-    """``compute(path)``, kept in ``cache`` per file (path, size and mtime; at most
-    MAX_FILES); ``failed`` for a file that is gone or that ``compute`` cannot read (not
-    ELF, a table we cannot read)."""
-    key = _key(path)
-    if key is None:
-        return failed
-    if key not in cache:
-        if len(cache) >= MAX_FILES:
-            cache.clear()
-        try:
-            cache[key] = compute(path)
-        except Exception:
-            cache[key] = failed
-    return cache[key]
+# Per file (file_cache; none claimed for a file that cannot be read): the uncovered
+# (start, end) file addresses, sorted; its PT_LOAD (vaddr, offset) pairs, for the load
+# bias; the function symbols (start, end, name) inside the gaps, sorted.
+_gaps: FileCache[List[Tuple[int, int]]] = FileCache(MAX_FILES)
+_loads: FileCache[List[Tuple[int, int]]] = FileCache(MAX_FILES)
+_functions: FileCache[List[Tuple[int, int, str]]] = FileCache(MAX_FILES)
 
 
 def uncovered_ranges(path: str) -> List[Tuple[int, int]]:
-    """File-address ranges of code in ``path`` without CFI (cached per file); none
-    claimed for a file that cannot be read."""
-    return _per_file(_gaps, path, _compute_gaps, [])
+    """File-address ranges of code in ``path`` without CFI (cached per file)."""
+    return _gaps.get(path, _compute_gaps, [])
 
 
-# path, size, mtime -> the PT_LOAD (vaddr, offset) pairs, for the load bias
-_loads: Dict[Tuple[str, int, float], List[Tuple[int, int]]] = {}
+def _read_loads(path: str) -> List[Tuple[int, int]]:
+    with open(path, "rb") as handle:
+        return RawElf(handle, path).loads
 
 
 def _compute_gaps(path: str) -> List[Tuple[int, int]]:
     with open(path, "rb") as handle:
         elf = RawElf(handle, path)
-        key = _key(path)
-        if key is not None:
-            if len(_loads) >= MAX_FILES:
-                _loads.clear()
-            _loads[key] = elf.loads
         if elf.machine != 62:  # EM_X86_64
             return []
         sections = elf.sections
@@ -380,14 +353,14 @@ class _FdeIndex:
         return self._readers[cie]
 
 
-# path, size, mtime -> its search table
-_indexes: Dict[Tuple[str, int, float], Optional[_FdeIndex]] = {}
+# Per file: its .eh_frame_hdr search table
+_indexes: FileCache[Optional[_FdeIndex]] = FileCache(MAX_FILES)
 
 
 def covered_by_eh_frame(path: str, mappings: Iterable, address: int) -> bool:
     """True when an FDE of ``path``'s .eh_frame covers the run-time ``address`` (so it
     is no code without CFI, and the file's gaps need not be computed for it)."""
-    index = _per_file(_indexes, path, _FdeIndex, None)
+    index = _indexes.get(path, _FdeIndex, None)
     if index is None or not index.starts:
         return False
     bias = file_bias(path, mappings, index.loads)
@@ -403,7 +376,7 @@ def nocfi_regions(path: str, mappings: Iterable) -> List[Region]:
     if not gaps:
         return []
     mine = [m for m in mappings if m.path == path]
-    bias = file_bias(path, mine, _loads.get(_key(path), []))
+    bias = file_bias(path, mine, _loads.get(path, _read_loads, []))
     if bias is None:
         return []
     regions = []
@@ -422,7 +395,7 @@ def function_at(region: Region, address: int) -> Optional[Region]:
     """The function symbol of ``region``'s file holding ``address`` (its start, end and
     name, as a Region the prologue strategy decodes from); None without a symbol."""
     bias = region.owner
-    symbols = _per_file(_functions, region.name, _function_symbols, [])
+    symbols = _functions.get(region.name, _function_symbols, [])
     index = bisect.bisect_right(symbols, (address - bias, float("inf"), "")) - 1
     if index >= 0:
         start, end, name = symbols[index]

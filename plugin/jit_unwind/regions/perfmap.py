@@ -1,14 +1,15 @@
 """Read perf maps (/tmp/perf-PID.map): ``START SIZE NAME`` per line, hex numbers."""
 
 import os
-from typing import Dict, List, Optional, Tuple
+from typing import List, Optional
 
+from ..file_cache import FileCache
 from ..model import Region
 
-# Parsed maps keyed by path, kept while the file stays the same (inode, size, mtime in
-# ns): a V8 or CPython perf map can have many thousands of lines and only grows, and
-# a new process with the same pid writes a new file.
-_cache: Dict[str, Tuple[Tuple[int, int, int, int], List[Region]]] = {}
+# Parsed maps, kept while the file stays the same: a V8 or CPython perf map can have
+# many thousands of lines and only grows, and a new process with the same pid writes a
+# new file.
+_cache: FileCache[List[Region]] = FileCache()
 
 
 def perf_map_path(pid: int) -> str:
@@ -33,22 +34,12 @@ def parse_perf_map(text: str) -> List[Region]:
 
 def read_perf_map(pid: int) -> List[Region]:
     """Entries of the perf map of ``pid``; empty when there is none."""
-    path = perf_map_path(pid)
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return []
-    key = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
-    cached = _cache.get(path)
-    if cached is not None and cached[0] == key:
-        return cached[1]
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            entries = parse_perf_map(handle.read())
-    except OSError:
-        return []
-    _cache[path] = (key, entries)
-    return entries
+    return _cache.get(perf_map_path(pid), _parse_file, [])
+
+
+def _parse_file(path: str) -> List[Region]:
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        return parse_perf_map(handle.read())
 
 
 # A live process cannot have written a perf map last modified before it started; its

@@ -9,9 +9,9 @@ Entries are parsed when first needed (pyelftools), tables kept per path, size an
 
 import bisect
 import io
-import os
 from typing import Dict, List, Optional, Tuple
 
+from ..file_cache import FileCache
 from ..regions.nocfi import search_table as read_search_table
 from ..target import Memory
 
@@ -113,23 +113,13 @@ def search_table(header: bytes, header_address: int, frames_address: int,
     return index
 
 
-_tables: Dict[Tuple[str, int, float], Optional[CfiTable]] = {}
+_tables: FileCache[Optional[CfiTable]] = FileCache(MAX_FILES)
 
 
 def cfi_table(path: str) -> Optional[CfiTable]:
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return None
-    key = (path, stat.st_size, stat.st_mtime)
-    if key not in _tables:
-        if len(_tables) >= MAX_FILES:
-            _tables.clear()
-        try:
-            _tables[key] = CfiTable(path)
-        except Exception:  # not ELF, no pyelftools, a broken table: no CFI
-            _tables[key] = None
-    return _tables[key]
+    """The .eh_frame table of ``path``, None when it has none we can read (not ELF, no
+    pyelftools, a broken table)."""
+    return _tables.get(path, CfiTable, None)
 
 
 def unwind_with_cfi(memory: Memory, path: str, file_pc: int, registers: Dict[str, int]

@@ -1,0 +1,59 @@
+"""Values read from files, kept while the file at a path stays the same one.
+
+Every per-file cache of the plugin keys its entries the same way: by path, checked
+against the file's identity (device, inode, size, mtime in ns), which tells a file
+rebuilt or replaced at that path (a second core file loaded in one session maps other
+builds; a perf map grows) from the one read before."""
+
+import os
+from typing import Callable, Dict, Generic, Optional, Tuple, TypeVar
+
+Value = TypeVar("Value")
+Identity = Tuple[int, int, int, int]
+
+
+def file_identity(path: str) -> Optional[Identity]:
+    """(device, inode, size, mtime in ns) of ``path``, None when it cannot be read."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns
+
+
+class FileCache(Generic[Value]):
+    """``compute(path)`` once per file, at most ``limit`` files (then it starts over:
+    a session rarely reads more, and the bound keeps a long session's memory flat)."""
+
+    def __init__(self, limit: int = 256):
+        self.limit = limit
+        self._entries: Dict[str, Tuple[Identity, Value]] = {}
+
+    def get(self, path: str, compute: Callable[[str], Value], failed: Value) -> Value:
+        """The value for the file now at ``path``; ``failed`` for a file that is gone,
+        and (kept until the file changes) for one ``compute`` cannot read: not ELF, a
+        table we cannot parse, garbage."""
+        identity = file_identity(path)
+        if identity is None:
+            return failed
+        cached = self._entries.get(path)
+        if cached is not None and cached[0] == identity:
+            return cached[1]
+        if len(self._entries) >= self.limit:
+            self._entries.clear()
+        try:
+            value = compute(path)
+        except Exception:  # a file we cannot read is normal; never a traceback
+            value = failed
+        self._entries[path] = (identity, value)
+        return value
+
+    def peek(self, path: str) -> Optional[Value]:
+        """What is kept for the file now at ``path``, None when nothing is."""
+        cached = self._entries.get(path)
+        if cached is None or cached[0] != file_identity(path):
+            return None
+        return cached[1]
+
+    def clear(self) -> None:
+        self._entries.clear()
