@@ -10,7 +10,7 @@ valid until the process runs again: never keep one across stops.
 
 from typing import List, Optional
 
-from .regions import Mapping
+from .model import Mapping
 from .target import JitUnwindError, Memory
 
 

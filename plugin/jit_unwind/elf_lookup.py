@@ -10,7 +10,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 from .file_cache import file_identity
 from .rawelf import first_mappings, load_bias
-from .regions import Mapping
+from .model import Mapping
 
 # Opened files, by path: (identity, ELFFile or None, [(p_vaddr, p_offset)] of PT_LOADs).
 # The identity (see file_identity) tells a file rebuilt or replaced at the same path

@@ -15,21 +15,9 @@ object, and eval-loop frames take the next group in order (counting), which is r
 long as no native frame is missing.
 """
 
-from dataclasses import dataclass, field
-from typing import Dict, List, Sequence
+from typing import List, Sequence
 
-from .cpython.model import PyFrame
-from .frames import EVAL, JIT, NativeFrame
-
-
-@dataclass
-class Merged:
-    """Python frames per native frame level, and what no native frame claimed."""
-
-    by_level: Dict[int, List[PyFrame]] = field(default_factory=dict)
-    unclaimed: List[PyFrame] = field(default_factory=list)
-    matched_by_pointer: int = 0
-    matched_by_count: int = 0
+from .model import EVAL, JIT, Merged, NativeFrame, PyFrame
 
 
 class Merger:

@@ -1,34 +1,13 @@
 """A thread's mixed stack: native frames, each with the Python frames it runs."""
 
-from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
-from .cpython.model import PyFrame, PyThread
-from .frames import NativeFrame
 from .merge import Merger
+from .model import MixedFrame, MixedThread, NativeFrame, PyFrame, PyThread
+
+__all__ = ["MixedFrame", "MixedThread", "interleave", "mix"]
 
 T = TypeVar("T")
-
-
-@dataclass
-class MixedFrame:
-    native: NativeFrame
-    python: List[PyFrame] = field(default_factory=list)
-
-
-@dataclass
-class MixedThread:
-    """``number`` and ``name`` are the debugger's; ``python`` is None for a thread that
-    runs no Python code.  ``stop_reason`` says why the native walk ended early."""
-
-    number: int
-    lwp: int
-    name: Optional[str]
-    python: Optional[PyThread]
-    python_name: Optional[str] = None
-    frames: List[MixedFrame] = field(default_factory=list)
-    unclaimed: List[PyFrame] = field(default_factory=list)
-    stop_reason: str = ""
 
 
 def interleave(items: Iterable[T], native_of: Callable[[T, int], NativeFrame],

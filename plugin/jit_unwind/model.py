@@ -1,31 +1,97 @@
-"""Plain data shared by the core: JIT regions and unwind results."""
+"""The records the core passes around, in one place: where code is (``Mapping``,
+``Region``), how a frame was unwound (``Unwound``), a native frame (``NativeFrame``),
+the Python side (``PyFrame``, ``PyThread``, ``PyInterpreter``), and a thread's mixed
+stack (``MixedFrame``, ``MixedThread``, ``Merged``).  Their kinds, sources and methods
+are enums whose values are the strings users see (``info jit-regions``, ``[via ...]``,
+JSON).  Nothing here reads memory or knows a debugger: records can be kept, compared
+and printed."""
 
 from dataclasses import dataclass, field
-from typing import Dict, Optional
+from enum import Enum
+from typing import Dict, List, Optional, Tuple
+
+
+class Text(str, Enum):
+    """An enum whose members are their strings, in comparisons, f-strings and JSON."""
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+
+
+class RegionSource(Text):
+    """Where a region was learnt of."""
+
+    MAPS = "maps"  # an anonymous executable mapping of a live process
+    CORE = "core"  # an executable load segment of a core file
+    PERF_MAP = "perf-map"  # an entry of /tmp/perf-PID.map
+    JITDUMP = "jitdump"  # a code load record of a perf jitdump
+    GDB_JIT = "gdb-jit"  # the debugger's JIT interface (in-memory ELF files)
+    NOCFI = "no-cfi"  # code of a mapped file that no FDE covers
+    CPYTHON_JIT = "cpython-jit"  # a CPython executor, read from the runtime
+
+
+class CodeKind(Text):
+    """What the code of a region is, for the unwinder."""
+
+    FUNCTION = "function"  # its first byte starts a decodable prologue
+    SHIM = "shim"  # an entry shim: a function that calls frameless code
+    TRACE = "trace"  # frameless code entered through a shim (CPython's JIT traces)
+
+
+class UnwindMethod(Text):
+    """The strategy that found a frame's caller (``[via ...]`` with show-method on)."""
+
+    JITDUMP_CFI = "jitdump-cfi"
+    PROLOGUE = "prologue"
+    PROLOGUE_SEARCH = "prologue-search"
+    FRAME_POINTER = "frame-pointer"
+    ENTRY_RECORD = "entry-record"
+    ENTRY_RETURN = "entry-return"
+    STACK_SCAN = "stack-scan"
+    NONE = "none"  # no strategy could tell: the walk ends
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """One mapping of the address space, as /proc/PID/maps or a core file shows it."""
+
+    start: int
+    end: int
+    perms: str  # "r-xp" style; only r, w, x matter here
+    path: str = ""
+    offset: int = 0  # file offset of ``start`` for file-backed mappings
+
+    @property
+    def executable(self) -> bool:
+        return "x" in self.perms
+
+    @property
+    def anonymous(self) -> bool:
+        """True for memory no file backs: where JIT code lives."""
+        path = self.path
+        return (not path or path.startswith(("[anon", "/memfd:", "[heap]"))
+                or path == "/dev/zero (deleted)")
+
+    def __contains__(self, address: int) -> bool:
+        return self.start <= address < self.end
 
 
 @dataclass(frozen=True)
 class Region:
     """A range of executable memory ``[start, end)``.
 
-    ``source`` says where we learnt of it: ``maps`` (an anonymous executable mapping of
-    a live process), ``core`` (an executable load segment of a core file), ``perf-map``
-    (an entry of /tmp/perf-PID.map), ``jitdump`` (a code load record of a perf jitdump),
-    ``gdb-jit`` (GDB's JIT interface), ``no-cfi`` (code of a mapped file that no FDE
-    covers).
+    ``source`` says where we learnt of it (:class:`RegionSource`); ``kind`` what the
+    code is (:class:`CodeKind`).
     """
 
     start: int
     end: int
-    source: str
+    source: RegionSource
     name: str = ""
     # Position in its source (line of a perf map): where entries overlap, the later
     # one describes the code that is there now.
     sequence: int = field(default=0, compare=False)
-    # "function": code whose first byte starts a decodable prologue; "shim": an entry
-    # shim (a function that calls frameless code); "trace": frameless code entered
-    # through a shim, whose start is no prologue (CPython's JIT traces).
-    kind: str = field(default="function", compare=False)
+    kind: CodeKind = field(default=CodeKind.FUNCTION, compare=False)
     # The runtime object the code belongs to (CPython: the code object of a JIT trace);
     # for code without CFI in a mapped file (source "no-cfi", name = the file's path),
     # the file's load bias.
@@ -50,7 +116,7 @@ class Unwound:
     must end here, ``caller_pc`` is None and ``stop_reason`` says why.
     """
 
-    method: str
+    method: UnwindMethod
     caller_pc: Optional[int] = None
     caller_sp: Optional[int] = None
     cfa: Optional[int] = None
@@ -62,3 +128,163 @@ class Unwound:
     @property
     def ends_walk(self) -> bool:
         return self.caller_pc is None
+
+
+class FrameKind(Text):
+    EVAL = "eval"  # CPython's eval loop (_PyEval_EvalFrameDefault)
+    JIT = "jit"  # code in a JIT region
+    OTHER = "other"
+
+
+EVAL = FrameKind.EVAL
+JIT = FrameKind.JIT
+OTHER = FrameKind.OTHER
+
+
+EVAL = FrameKind.EVAL
+JIT = FrameKind.JIT
+OTHER = FrameKind.OTHER
+
+
+@dataclass
+class NativeFrame:
+    """One native frame.  ``interpreter_frame``: an eval loop's ``frame`` variable
+    (``_PyInterpreterFrame *``) when debug info has it; ``code_object``: for a JIT
+    frame, the code object its trace was made from.  ``name`` is None when neither the
+    debugger nor a JIT region names it.  ``guess``: the unwinder found this frame by a
+    stack scan; ``stop_reason``: the unwinder ended the walk after this frame, and why;
+    ``method``: the strategy that unwound this frame's caller."""
+
+    level: int
+    kind: FrameKind = OTHER
+    interpreter_frame: Optional[int] = None
+    code_object: Optional[int] = None
+    pc: Optional[int] = None
+    name: Optional[str] = None
+    filename: Optional[str] = None
+    line: Optional[int] = None
+    guess: bool = False
+    stop_reason: str = ""
+    method: str = ""
+
+    @property
+    def function(self) -> str:
+        """The name to print: the frame's name, else its pc in hex."""
+        if self.name:
+            return self.name
+        return f"{self.pc:#x}" if self.pc is not None else "??"
+
+
+@dataclass(frozen=True)
+class PyFrame:
+    """One Python function activation: a ``_PyInterpreterFrame``.
+
+    ``address`` is the ``_PyInterpreterFrame *``, the key that ties this frame to the
+    native ``_PyEval_EvalFrameDefault`` frame running it.  ``is_entry`` marks the first
+    frame a ``_PyEval_EvalFrameDefault`` call ran (3.11: ``frame->is_entry``; 3.12+: the
+    next older record is the eval loop's shim frame); the frames from one entry frame
+    inwards up to the next entry frame share one native eval-loop frame.  ``owner`` is
+    ``thread``, ``generator`` or ``frame-object``.  ``instr_address`` is 3.11/3.12's
+    ``prev_instr`` or 3.13+'s ``instr_ptr``.  When the code object cannot be read,
+    ``function`` is ``"<unknown>"`` and ``error`` says why.
+    """
+
+    address: int
+    function: str
+    filename: str
+    line: Optional[int]
+    is_entry: bool
+    owner: str
+    code_address: int
+    instr_address: int
+    name: str = ""
+    firstlineno: Optional[int] = None
+    error: str = ""
+
+    @property
+    def location(self) -> str:
+        """``file:line``, or just the file name when the line is unknown."""
+        return self.filename if self.line is None else f"{self.filename}:{self.line}"
+
+    def __str__(self) -> str:
+        if self.error:
+            return f"<unknown Python frame at {self.address:#x}: {self.error}>"
+        return f"{self.function} ({self.location})"
+
+
+@dataclass(frozen=True)
+class PyThread:
+    """A ``PyThreadState`` and its Python frames, innermost first.
+
+    ``thread_id`` is ``threading.get_ident()`` (the ``pthread_t``), ``native_thread_id``
+    ``threading.get_native_id()`` (the LWP a debugger shows; None when not set yet).
+    ``holds_gil`` is None when the GIL state could not be read.  ``stop_reason`` is empty
+    when ``frames`` reaches the outermost frame, else it says why the walk stopped
+    (unreadable memory, a loop, the frame limit).  ``name`` is left to adapters (e.g. from
+    /proc/PID/task/TID/comm).  ``state`` is what a free-threaded build publishes of the
+    thread: "attached" (may run Python now) or "detached"; None in GIL builds."""
+
+    address: int
+    interpreter_id: int
+    thread_id: int
+    native_thread_id: Optional[int]
+    holds_gil: Optional[bool]
+    frames: Tuple[PyFrame, ...]
+    stop_reason: str = ""
+    name: Optional[str] = None
+    state: Optional[str] = None
+
+    def eval_loop_groups(self) -> List[Tuple[PyFrame, ...]]:
+        """``frames`` cut after each entry frame: one group per ``_PyEval_EvalFrameDefault``
+        call, innermost first (a cut-off chain may end with a group without entry)."""
+        groups: List[Tuple[PyFrame, ...]] = []
+        current: List[PyFrame] = []
+        for frame in self.frames:
+            current.append(frame)
+            if frame.is_entry:
+                groups.append(tuple(current))
+                current = []
+        if current:
+            groups.append(tuple(current))
+        return groups
+
+
+@dataclass(frozen=True)
+class PyInterpreter:
+    """A ``PyInterpreterState``: ``id`` 0 is the main interpreter."""
+
+    address: int
+    id: int
+    threads: Tuple[PyThread, ...]
+    stop_reason: str = ""
+
+
+@dataclass
+class MixedFrame:
+    native: NativeFrame
+    python: List[PyFrame] = field(default_factory=list)
+
+
+@dataclass
+class MixedThread:
+    """``number`` and ``name`` are the debugger's; ``python`` is None for a thread that
+    runs no Python code.  ``stop_reason`` says why the native walk ended early."""
+
+    number: int
+    lwp: int
+    name: Optional[str]
+    python: Optional[PyThread]
+    python_name: Optional[str] = None
+    frames: List[MixedFrame] = field(default_factory=list)
+    unclaimed: List[PyFrame] = field(default_factory=list)
+    stop_reason: str = ""
+
+
+@dataclass
+class Merged:
+    """Python frames per native frame level, and what no native frame claimed."""
+
+    by_level: Dict[int, List[PyFrame]] = field(default_factory=dict)
+    unclaimed: List[PyFrame] = field(default_factory=list)
+    matched_by_pointer: int = 0
+    matched_by_count: int = 0

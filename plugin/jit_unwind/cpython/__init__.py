@@ -16,7 +16,7 @@ walk), :mod:`.model` (the results).  None of them imports a debugger.
 
 from .errors import (CPythonError, LayoutError, ObjectError, RuntimeNotFoundError,
                      UnsupportedVersionError)
-from .model import PyFrame, PyInterpreter, PyThread
+from ..model import PyFrame, PyInterpreter, PyThread
 from .runtime import (MAX_FRAMES, CPythonRuntime, SymbolLookup, find_runtime,
                       read_py_version, read_python_threads)
 from .version import PyVersion, version_from_library_name

@@ -26,7 +26,7 @@ from .debug_offsets import COOKIE, layout_from_debug_offsets
 from .errors import LayoutError, ObjectError, RuntimeNotFoundError, UnsupportedVersionError
 from .layout import (ENTRY_SHIM_OWNER, FIRST_SHIM_OWNER, OWNER_NAMES, Layout,
                      check_supported, static_layout)
-from .model import PyFrame, PyInterpreter, PyThread
+from ..model import PyFrame, PyInterpreter, PyThread
 from .objects import StructReader, read_struct
 from .version import PyVersion, VersionLike, as_version
 

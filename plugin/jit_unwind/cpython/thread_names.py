@@ -22,7 +22,7 @@ from ..target import JitUnwindError, Memory
 from .dicts import (ObjectLayout, dict_get_str, find_module, object_layout,
                     read_attribute, read_dict_items, read_int, read_module_dict,
                     type_flags, UNICODE_SUBCLASS)
-from .model import PyThread
+from ..model import PyThread
 from .objects import read_unicode
 from .runtime import CPythonRuntime
 

@@ -7,35 +7,11 @@ this address executable, which mapping holds this stack pointer.
 """
 
 import bisect
-from dataclasses import dataclass
 from typing import Iterable, List, Optional, Sequence
 
-from ..model import Region
+from ..model import CodeKind, Mapping, Region, RegionSource
 
-
-@dataclass(frozen=True)
-class Mapping:
-    """One mapping of the address space, as /proc/PID/maps or a core file shows it."""
-
-    start: int
-    end: int
-    perms: str  # "r-xp" style; only r, w, x matter here
-    path: str = ""
-    offset: int = 0  # file offset of ``start`` for file-backed mappings
-
-    @property
-    def executable(self) -> bool:
-        return "x" in self.perms
-
-    @property
-    def anonymous(self) -> bool:
-        """True for memory no file backs: where JIT code lives."""
-        path = self.path
-        return (not path or path.startswith(("[anon", "/memfd:", "[heap]"))
-                or path == "/dev/zero (deleted)")
-
-    def __contains__(self, address: int) -> bool:
-        return self.start <= address < self.end
+__all__ = ["Mapping", "Region", "RegionMap"]
 
 
 class _SortedRanges:
@@ -108,7 +84,7 @@ class RegionMap:
 
     def __init__(self, mappings: Sequence[Mapping] = (), symbols: Sequence[Region] = (),
                  registered: Sequence[Region] = (), not_jit: Sequence[int] = (),
-                 source: str = "maps"):
+                 source: RegionSource = RegionSource.MAPS):
         """``symbols`` are named entries (perf map); ``registered`` are regions a
         debugger already handles (GDB JIT interface); ``not_jit`` are start addresses
         of anonymous executable mappings that hold no JIT code (the vDSO in a core);
@@ -153,8 +129,8 @@ class RegionMap:
     def add_symbols(self, symbols: Sequence[Region]) -> None:
         """Add named entries found later (a runtime's JIT code, GDB's JIT interface),
         read only once a pc turns out to be in JIT code."""
-        registered = [s for s in symbols if s.source == "gdb-jit"]
-        named = [s for s in symbols if s.source != "gdb-jit"]
+        registered = [s for s in symbols if s.source == RegionSource.GDB_JIT]
+        named = [s for s in symbols if s.source != RegionSource.GDB_JIT]
         if named:
             self.symbols = _SortedRanges(list(self.symbols) + named)
             self._spans = None
@@ -223,7 +199,7 @@ class RegionMap:
     def is_trace(self, address: int) -> bool:
         """True for code a runtime enters through a shim (a CPython JIT trace)."""
         symbol = self.symbol_at(address)
-        return symbol is not None and symbol.kind == "trace"
+        return symbol is not None and symbol.kind == CodeKind.TRACE
 
     def code_at(self, address: int) -> Optional[Region]:
         """What the unwinder asks of every frame: the JIT region or the range of code
@@ -248,7 +224,7 @@ class RegionMap:
         if (mapping is None or not mapping.executable or mapping.anonymous
                 or not mapping.path.startswith("/")):
             return None
-        key = ("no-cfi", mapping.path)
+        key = (RegionSource.NOCFI, mapping.path)
         ranges = self.memo.get(key)
         if ranges is None:
             from .nocfi import covered_by_eh_frame, nocfi_regions
@@ -272,7 +248,7 @@ class RegionMap:
     def listing(self) -> List[Region]:
         """Every JIT region and named entry, sorted by address, for display."""
         rows = list(self.jit) + list(self.symbols) + list(self.registered)
-        return sorted(rows, key=lambda r: (r.start, r.source == "perf-map", r.end))
+        return sorted(rows, key=lambda r: (r.start, r.source == RegionSource.PERF_MAP, r.end))
 
 
 def _merged(ranges) -> tuple:

@@ -9,7 +9,7 @@ import struct
 from typing import List, Optional, Tuple
 
 from ..file_cache import FileCache
-from . import Mapping
+from ..model import Mapping
 
 AT_SYSINFO_EHDR = 33  # auxv entry: where the vDSO's ELF header is
 PF_X, PF_W, PF_R = 1, 2, 4

@@ -3,11 +3,11 @@
 from typing import Iterable, List
 
 from ..cpython.executors import Executor
-from ..model import Region
+from ..model import CodeKind, Region, RegionSource
 
 __all__ = ["REGION_SOURCE", "executor_regions"]
 
-REGION_SOURCE = "cpython-jit"
+REGION_SOURCE = RegionSource.CPYTHON_JIT
 
 
 def executor_regions(executors: Iterable[Executor]) -> List[Region]:
@@ -21,9 +21,9 @@ def executor_regions(executors: Iterable[Executor]) -> List[Region]:
         label = executor.description
         if executor.has_shim:
             regions.append(Region(executor.jit_code, executor.shim_end, REGION_SOURCE,
-                                  f"[jit shim] {label}", kind="shim",
+                                  f"[jit shim] {label}", kind=CodeKind.SHIM,
                                   owner=executor.code_address))
         regions.append(Region(executor.shim_end, executor.end, REGION_SOURCE,
-                              f"[jit] {label} trace {executor.jit_code:#x}", kind="trace",
+                              f"[jit] {label} trace {executor.jit_code:#x}", kind=CodeKind.TRACE,
                               owner=executor.code_address))
     return regions

@@ -5,8 +5,8 @@ from typing import List, Tuple
 
 from ..dependencies import WITHOUT_PYELFTOOLS, missing, warn_missing
 from ..elf_lookup import symbol_address
-from ..model import Region
-from . import Mapping, RegionMap
+from ..model import Mapping, Region, RegionSource
+from . import RegionMap
 from .corefile import read_core_mappings
 from .jit_interface import read_jit_interface
 from .perfmap import read_perf_map, stale_perf_map
@@ -53,7 +53,7 @@ def build_region_map(process) -> Tuple[RegionMap, str]:
         if stale:
             perf_map = []
             problem = f"{problem}; {stale}" if problem else stale
-    source = "core" if kind in CORE_KINDS else "maps"
+    source = RegionSource.CORE if kind in CORE_KINDS else RegionSource.MAPS
     # The same mappings and perf map as the last map built (the same lists: the readers
     # hand out their last result while the source is unchanged): its regions again.
     key = (pid, source, tuple(not_jit))

@@ -8,7 +8,7 @@ import io
 import struct
 from typing import List
 
-from ..model import Region
+from ..model import Region, RegionSource
 from ..target import Memory, MemoryReadError
 
 MAX_ENTRIES = 100_000
@@ -57,7 +57,7 @@ def _symfile_regions(memory: Memory, address: int, size: int) -> List[Region]:
                         # A relocatable object (LLVM's JITs register those): the value
                         # is an offset into its section, which the JIT gave an address.
                         start += elf.get_section(symbol["st_shndx"])["sh_addr"]
-                    regions.append(Region(start, start + symbol["st_size"], "gdb-jit",
+                    regions.append(Region(start, start + symbol["st_size"], RegionSource.GDB_JIT,
                                           symbol.name))
         return regions
     except Exception:  # a half-written or foreign image: list nothing, never fail

@@ -12,9 +12,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence
 
-from ..model import Region
+from ..model import Mapping, Region, RegionSource
 from ..target import Memory
-from . import Mapping
 from .jitdump import (FILE_HEADER, CodeLoad, Jitdump, candidate_paths, comparable_length,
                       find_jitdump, parse_jitdump, with_pending)
 from .stdio_tail import pending_writes
@@ -34,7 +33,7 @@ class ProcessJitdump:
     pending: int = 0  # records read from the writer's unflushed buffer
 
     def regions(self) -> List[Region]:
-        return [Region(load.start, load.end, "jitdump", load.name,
+        return [Region(load.start, load.end, RegionSource.JITDUMP, load.name,
                        sequence=SEQUENCE_BASE + load.sequence)
                 for load in self.loads if load.code_size > 0]
 

@@ -19,10 +19,10 @@ import struct
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from ..file_cache import FileCache
-from ..model import Region
+from ..model import Region, RegionSource
 from ..rawelf import RawElf, file_bias
 
-SOURCE = "no-cfi"
+SOURCE = RegionSource.NOCFI
 MAX_FILES = 256
 SKIPPED_SECTIONS = (".init", ".fini")
 MAX_FDES = 2_000_000  # a table larger than this is not believed

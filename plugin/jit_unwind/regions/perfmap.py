@@ -4,7 +4,7 @@ import os
 from typing import List, Optional
 
 from ..file_cache import FileCache
-from ..model import Region
+from ..model import Region, RegionSource
 
 # Parsed maps, kept while the file stays the same: a V8 or CPython perf map can have
 # many thousands of lines and only grows, and a new process with the same pid writes a
@@ -27,7 +27,7 @@ def parse_perf_map(text: str) -> List[Region]:
         except ValueError:
             continue
         if size > 0:
-            entries.append(Region(start, start + size, "perf-map", fields[2].strip(),
+            entries.append(Region(start, start + size, RegionSource.PERF_MAP, fields[2].strip(),
                                   sequence=len(entries)))
     return entries
 

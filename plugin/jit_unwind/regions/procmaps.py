@@ -2,7 +2,7 @@
 
 from typing import List
 
-from . import Mapping
+from ..model import Mapping
 
 
 def parse_proc_maps(text: str) -> List[Mapping]:

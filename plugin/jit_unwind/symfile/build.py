@@ -15,7 +15,7 @@ import itertools
 import operator
 from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
-from ..model import Region
+from ..model import CodeKind, Region
 from ..regions import RegionMap
 from ..target import Memory
 from ..unwind.x86_64 import decode_steps
@@ -28,7 +28,7 @@ MAX_SECTIONS = 4096
 MAX_CODE_READ = 64 << 20      # bytes of JIT memory read for unwind rules, in all
 MAX_DECODED = 4096            # bytes decoded per function
 # Kinds of region whose first byte starts code a decode can follow (not a trace).
-DECODABLE = ("function", "shim")
+DECODABLE = (CodeKind.FUNCTION, CodeKind.SHIM)
 
 Span = Optional[Tuple[int, int]]  # the JIT mapping holding a function, if known
 Rule = Tuple[int, bytes]  # (bytes covered from the function's start, CFA program)

@@ -3,7 +3,7 @@
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterator, Optional, Tuple
 
-from ..model import Region
+from ..model import CodeKind, Region
 from ..regions import RegionMap
 from ..target import Memory, MemoryReadError, RegisterReader
 from .x86_64 import call_length_before, starts_frame_pointer
@@ -112,13 +112,13 @@ class UnwindContext:
         """True for frameless code entered through a shim (CPython's JIT traces): it
         keeps no callee-saved register, so none may be passed through."""
         symbol = self.symbol()
-        return symbol is not None and symbol.kind == "trace"
+        return symbol is not None and symbol.kind == CodeKind.TRACE
 
     def enters_trace(self) -> bool:
         """True for a CPython JIT entry shim: its caller is the eval loop that entered
         the trace (see ``trace_entry``)."""
         symbol = self.symbol()
-        return symbol is not None and symbol.kind == "shim"
+        return symbol is not None and symbol.kind == CodeKind.SHIM
 
     def register(self, name: str) -> Optional[int]:
         try:

@@ -18,7 +18,7 @@ through: the trace keeps no callee-saved register but rbp.
 
 from typing import Optional
 
-from ..model import Unwound
+from ..model import UnwindMethod, Unwound
 from .caller_frame import caller_frame_pointer
 from .context import UnwindContext
 
@@ -33,7 +33,7 @@ def unwind_entry_return(ctx: UnwindContext) -> Optional[Unwound]:
         if ctx.regions.jit_region_at(value - 1) is not None or not ctx.is_return_address(value):
             continue
         if caller_frame_pointer(ctx, value, slot + 8) == rbp:
-            return Unwound(method="entry-return", caller_pc=value, caller_sp=slot + 8,
+            return Unwound(method=UnwindMethod.ENTRY_RETURN, caller_pc=value, caller_sp=slot + 8,
                            cfa=slot + 8, frame_start=ctx.function_start(),
                            saved={"rbp": rbp})
     return None

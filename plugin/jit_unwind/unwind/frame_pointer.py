@@ -2,7 +2,7 @@
 
 from typing import Optional
 
-from ..model import Unwound
+from ..model import UnwindMethod, Unwound
 from .context import UnwindContext
 
 PASSED_THROUGH = ("rbx", "r12", "r13", "r14", "r15")
@@ -22,8 +22,8 @@ def unwind_frame_pointer(ctx: UnwindContext) -> Optional[Unwound]:
         return None
     reason = ctx.broken_rbp_reason(saved_rbp, rbp, caller_pc)
     if reason:
-        return Unwound(method="frame-pointer", cfa=caller_sp,
+        return Unwound(method=UnwindMethod.FRAME_POINTER, cfa=caller_sp,
                        frame_start=ctx.function_start(), stop_reason=reason)
     saved = {"rbp": saved_rbp, **ctx.passed_through(PASSED_THROUGH)}
-    return Unwound(method="frame-pointer", caller_pc=caller_pc, caller_sp=caller_sp,
+    return Unwound(method=UnwindMethod.FRAME_POINTER, caller_pc=caller_pc, caller_sp=caller_sp,
                    cfa=caller_sp, frame_start=ctx.function_start(), saved=saved)

@@ -10,7 +10,7 @@ come from the region map (``unwind_records``), already checked against memory.
 import io
 from typing import Dict, List, Optional, Tuple
 
-from ..model import Unwound
+from ..model import UnwindMethod, Unwound
 from .cfi import CALLEE_SAVED, OUTERMOST, caller_registers
 from .context import UnwindContext
 
@@ -92,10 +92,10 @@ def unwind_jitdump_cfi(ctx: UnwindContext) -> Optional[Unwound]:
     if caller is None:
         return None
     if caller is OUTERMOST or not caller:
-        return Unwound(method="jitdump-cfi", frame_start=record.start,
+        return Unwound(method=UnwindMethod.JITDUMP_CFI, frame_start=record.start,
                        stop_reason="the JIT's unwind table says this frame has no caller")
     caller_pc, caller_sp = caller.pop("rip"), caller.pop("rsp")
     if not ctx.regions.is_executable(caller_pc):
         return None
-    return Unwound(method="jitdump-cfi", caller_pc=caller_pc, caller_sp=caller_sp,
+    return Unwound(method=UnwindMethod.JITDUMP_CFI, caller_pc=caller_pc, caller_sp=caller_sp,
                    cfa=caller_sp, frame_start=record.start, saved=caller)

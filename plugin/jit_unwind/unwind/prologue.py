@@ -7,7 +7,7 @@ trampolines and shims found by searching backwards for a function start
 
 from typing import Optional, Tuple
 
-from ..model import Unwound
+from ..model import CodeKind, UnwindMethod, Unwound
 from ..target import MemoryReadError
 from .caller_frame import caller_frame_pointer
 from .context import UnwindContext
@@ -22,7 +22,7 @@ FUNCTION_END = (0xC3, 0xCC)
 
 def _known_start(ctx: UnwindContext, symbol) -> bool:
     """True when ``symbol`` (perf map, runtime) names where a decodable function starts."""
-    return symbol is not None and symbol.kind != "trace"
+    return symbol is not None and symbol.kind != CodeKind.TRACE
 
 
 def decode_from(ctx: UnwindContext, start: int, pc: int) -> Optional[PrologueState]:
@@ -61,7 +61,7 @@ def unwind_known_start(ctx: UnwindContext) -> Optional[Unwound]:
     state = decoded_from(ctx, symbol.start, ctx.pc)
     if state is None:
         return None
-    return unwind_with_prologue(ctx, state, symbol.start, "prologue")
+    return unwind_with_prologue(ctx, state, symbol.start, UnwindMethod.PROLOGUE)
 
 
 def find_function_start(ctx: UnwindContext, pc: int) -> Optional[Tuple[int, PrologueState]]:
@@ -125,7 +125,7 @@ def unwind_prologue_search(ctx: UnwindContext) -> Optional[Unwound]:
     if found is None:
         return None
     start, state = found
-    return unwind_with_prologue(ctx, state, start, "prologue-search")
+    return unwind_with_prologue(ctx, state, start, UnwindMethod.PROLOGUE_SEARCH)
 
 
 def unwind_with_prologue(ctx: UnwindContext, state: PrologueState, start: int,

@@ -2,7 +2,7 @@
 
 from typing import Optional
 
-from ..model import Unwound
+from ..model import UnwindMethod, Unwound
 from .context import UnwindContext
 from .x86_64 import CALLEE_SAVED
 
@@ -17,7 +17,7 @@ def unwind_stack_scan(ctx: UnwindContext) -> Optional[Unwound]:
             # convention, and without rbp GDB could not unwind a caller whose CFA is
             # rbp-based at all.
             saved = {} if ctx.in_trace() else ctx.passed_through(CALLEE_SAVED)
-            return Unwound(method="stack-scan", caller_pc=value, caller_sp=caller_sp,
+            return Unwound(method=UnwindMethod.STACK_SCAN, caller_pc=value, caller_sp=caller_sp,
                            cfa=caller_sp, frame_start=ctx.function_start(), guess=True,
                            saved=saved)
     return None

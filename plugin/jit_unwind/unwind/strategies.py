@@ -2,7 +2,7 @@
 
 from typing import Callable, Dict, List, Optional, Tuple
 
-from ..model import Unwound
+from ..model import UnwindMethod, Unwound
 from .caller_frame import caller_frame_pointer
 from .context import UnwindContext
 from .entry_record import unwind_entry_record
@@ -21,14 +21,14 @@ Strategy = Callable[[UnwindContext], Optional[Unwound]]
 # decoded exactly; a trampoline found by its decodable prologue comes before the
 # frame-pointer rule because such trampolines leave rbp untouched, and the caller's rbp
 # would pass the rule's checks.
-STRATEGIES: List[Tuple[str, Strategy]] = [
-    ("jitdump-cfi", unwind_jitdump_cfi),
-    ("prologue", unwind_known_start),
-    ("prologue-search", unwind_prologue_search),
-    ("frame-pointer", unwind_frame_pointer),
-    ("entry-record", unwind_entry_record),
-    ("entry-return", unwind_entry_return),
-    ("stack-scan", unwind_stack_scan),
+STRATEGIES: List[Tuple[UnwindMethod, Strategy]] = [
+    (UnwindMethod.JITDUMP_CFI, unwind_jitdump_cfi),
+    (UnwindMethod.PROLOGUE, unwind_known_start),
+    (UnwindMethod.PROLOGUE_SEARCH, unwind_prologue_search),
+    (UnwindMethod.FRAME_POINTER, unwind_frame_pointer),
+    (UnwindMethod.ENTRY_RECORD, unwind_entry_record),
+    (UnwindMethod.ENTRY_RETURN, unwind_entry_return),
+    (UnwindMethod.STACK_SCAN, unwind_stack_scan),
 ]
 
 
@@ -36,8 +36,8 @@ STRATEGIES: List[Tuple[str, Strategy]] = [
 # so only the shim's return slot (a shim in JIT code, 3.13/3.14; a native function that
 # keeps rbp, 3.15), or a guess, can tell.
 TRACE_STRATEGIES = [item for item in STRATEGIES
-                    if item[0] in ("jitdump-cfi", "entry-record", "entry-return",
-                                   "stack-scan")]
+                    if item[0] in (UnwindMethod.JITDUMP_CFI, UnwindMethod.ENTRY_RECORD,
+                                   UnwindMethod.ENTRY_RETURN, UnwindMethod.STACK_SCAN)]
 
 
 # What a strategy needs that depends on the pc alone (a table row, a named start whose
@@ -76,7 +76,7 @@ def unwind_jit_frame(ctx: UnwindContext) -> Unwound:
             return result
         if ctx.plausible_caller_sp(result.caller_sp):
             return _with_caller_frame_pointer(ctx, result)
-    return Unwound(method="none",
+    return Unwound(method=UnwindMethod.NONE,
                    stop_reason="no strategy found the caller of this JIT frame")
 
 
@@ -113,10 +113,10 @@ def unwind_kept_frame_pointer(ctx: UnwindContext) -> Optional[Unwound]:
 # Code without CFI in a mapped file (regions/nocfi.py): only what is exact.  Where none
 # answers, the debugger's own heuristics decide, as without us; the frame-pointer rule
 # alone could skip the caller of code that leaves rbp alone, the scans are guesses.
-NOCFI_STRATEGIES: List[Tuple[str, Strategy]] = [
-    ("prologue", unwind_known_start),
-    ("prologue-search", unwind_prologue_search),
-    ("frame-pointer", unwind_kept_frame_pointer),
+NOCFI_STRATEGIES: List[Tuple[UnwindMethod, Strategy]] = [
+    (UnwindMethod.PROLOGUE, unwind_known_start),
+    (UnwindMethod.PROLOGUE_SEARCH, unwind_prologue_search),
+    (UnwindMethod.FRAME_POINTER, unwind_kept_frame_pointer),
 ]
 
 

@@ -14,8 +14,7 @@ the reader falls back to the thread state's current frame, where the walk is com
 from dataclasses import replace
 from typing import FrozenSet
 
-from ..cpython.model import PyThread
-from ..model import Unwound
+from ..model import PyThread, Unwound
 
 __all__ = ["stale_frame_addresses", "without_stale_frames"]
 
