@@ -10,7 +10,7 @@ StopCache) so the backtraces cannot drift apart; the adapters only place the str
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Optional
 
 from .debugger import Frame
 from .frames import NativeFrame, marks
@@ -121,7 +121,7 @@ def names_registered_code(regions: RegionMap, lookup: int) -> bool:
             and regions.is_registered(lookup))
 
 
-def names_registered_frame(cache: StopCache, pcs: Sequence[int]) -> bool:
+def names_registered_frame(cache: StopCache, pcs: Iterable[int]) -> bool:
     """A frame of a stack (``pcs``, innermost first) runs code LLDB's JIT loader names
     and we name too (see names_registered_code)."""
     regions = cache.regions()

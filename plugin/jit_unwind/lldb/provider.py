@@ -149,7 +149,7 @@ class JitFrameProvider(ScriptedFrameProvider):
                 cache.process.target, cache, inputs).run())
             if steps is PASSTHROUGH:
                 return False
-            if names_registered_frame(cache, [frame.GetPC() for frame in inputs]):
+            if names_registered_frame(cache, (frame.GetPC() for frame in inputs)):
                 # LLDB names those frames from its JIT loader's module: our names
                 # come through its frame-format (lldb/frame_format.py).
                 frame_format.apply_once(self.thread.GetProcess().GetTarget().GetDebugger())
