@@ -139,3 +139,28 @@ def test_walk_kept_inputs():
     assert walk_kept_inputs([_Step(0), _Step(1)], 2)
     assert not walk_kept_inputs([_Step(0), _Step(None), _Step(1)], 2)
     assert not walk_kept_inputs([_Step(0)], 2)
+
+
+def test_adapters_build_no_label_strings():
+    """Names, marks and [py] frames come from frame_label: no adapter code (comments and
+    help texts aside) spells a mark or calls frames.marks itself."""
+    import ast
+    from pathlib import Path
+    package = Path(__file__).resolve().parents[2] / "plugin" / "jit_unwind"
+    spelled = ("[py]", "[guess", "[unwind stopped", "[via ", "[jit ", "[its ")
+    offenders = []
+    for path in [*(package / "gdb").glob("*.py"), *(package / "lldb").glob("*.py")]:
+        if path.stem == "settings":  # the settings' help texts describe the marks
+            continue
+        tree = ast.parse(path.read_text())
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef))
+                      and node.body and isinstance(node.body[0], ast.Expr)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                    and id(node) not in docstrings \
+                    and any(mark in node.value for mark in spelled):
+                offenders.append(f"{path.name}: {node.value!r}")
+            if isinstance(node, ast.Name) and node.id in ("marks", "jit_label"):
+                offenders.append(f"{path.name}: uses {node.id}")
+    assert not offenders
