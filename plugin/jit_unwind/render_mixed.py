@@ -3,7 +3,7 @@
 from typing import Dict, List, Optional
 
 from .cpython.model import PyFrame
-from .frames import marks
+from .frame_label import listed_label, python_line
 from .mixed import MixedFrame, MixedThread
 
 FORMAT = "jit-unwind/py-mixed-bt/1"
@@ -24,15 +24,12 @@ def thread_heading(thread: MixedThread) -> str:
 
 
 def _python_line(frame: PyFrame, indent: str) -> str:
-    return f"{indent}[py] {frame}"
+    return f"{indent}{python_line(frame)}"
 
 
 def _native_line(frame: MixedFrame, show_method: bool) -> str:
     native = frame.native
-    text = f"#{native.level:<3} {native.function}"
-    suffix = marks(native, show_method)
-    if suffix:  # as bt shows them, after the name
-        text += f" {suffix}"
+    text = f"#{native.level:<3} {listed_label(native, show_method).text()}"
     if native.filename:
         text += f" at {native.filename}"
         if native.line:

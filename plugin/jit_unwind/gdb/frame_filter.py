@@ -20,6 +20,7 @@ import sys
 import gdb
 from gdb.FrameDecorator import FrameDecorator, FrameVars
 
+from ..debugger import DebuggerError
 from .debugger import GdbFrame, gdb_stop_reason
 from .settings import debug_log, show_method
 from .state import STATE
@@ -27,14 +28,15 @@ from .state import STATE
 
 # The core's frame model, bound by _load_core() when a backtrace first runs through the
 # filter: the plugin's load (GDB's start-up) does not need it.
-marks = walk_stopped = ended_by_unwinder = jit_label = remember_stop = None
+walk_stopped = ended_by_unwinder = bt_label = may_have_label = remember_stop = None
 
 
 def _load_core() -> None:
-    global marks, walk_stopped, ended_by_unwinder, jit_label, remember_stop
+    global walk_stopped, ended_by_unwinder, bt_label, may_have_label, remember_stop
     if remember_stop is None:
-        from ..frames import marks, walk_stopped
-        from ..stack import ended_by_unwinder, jit_label, remember_stop
+        from ..frame_label import bt_label, may_have_label
+        from ..frames import walk_stopped
+        from ..stack import ended_by_unwinder, remember_stop
 
 
 class NativeFrameDecorator(FrameDecorator):
@@ -255,22 +257,15 @@ def _decorate(decorator):
         pc = gdb_frame.pc()
     except gdb.error:  # "PC not available": nothing to name
         return NativeFrameDecorator(decorator, pc_unavailable=True, frame=frame), False
-    if (pc not in STATE.unwound_pcs and pc not in STATE.guessed
-            and not STATE.regions().near_jit(pc)):
-        # Neither JIT code (pc, or pc - 1 for a caller) nor a frame our unwinder
-        # handled or guessed: what jit_label and ended_by_unwinder would say, in one
-        # look (most frames of a JIT stack are native).
+    if not may_have_label(pc, STATE):  # most frames of a JIT stack are native
         return NativeFrameDecorator(decorator, frame=frame), False
     native = GdbFrame(gdb_frame, gdb_frame.level())
     ends_walk = ended_by_unwinder(native, STATE) is not None
-    label = jit_label(native, pc, STATE)
+    label = bt_label(native, pc, STATE, show_method())
     if label is None:  # no JIT code, no guess: GDB's own name
         return NativeFrameDecorator(decorator, frame=frame), ends_walk
-    parts = [label.name if label.name is not None else plain_name(decorator)]
-    suffix = marks(label, show_method())
-    if suffix:
-        parts.append(suffix)
-    return NativeFrameDecorator(decorator, " ".join(parts), frame=frame), ends_walk
+    name = label.text(lambda: plain_name(decorator))
+    return NativeFrameDecorator(decorator, name, frame=frame), ends_walk
 
 
 class JitFrameFilter:
@@ -287,13 +282,10 @@ class JitFrameFilter:
         if not self._enabled:
             return False
         try:
+            from ..decoration_gate import needs_decorating
             # With show-method, also for frames in code without CFI ("[via prologue]").
-            if show_method():
-                return True
-            # JIT frames first: is_python_process() may open the interpreter's files.
-            if STATE.regions().has_jit() and thread_runs_jit_code():
-                return True
-            return STATE.is_python_process()
+            return needs_decorating(STATE, STATE.is_python_process, thread_runs_jit_code,
+                                    always=show_method())
         except Exception:
             return False
 
@@ -315,50 +307,21 @@ class JitFrameFilter:
         return interleave(frames, thread)
 
 
-# Beyond this many frames the check below stops walking and keeps the filter on.
-MAX_CHECKED_FRAMES = 20_000
-
-
 def thread_runs_jit_code() -> bool:
-    """Whether a frame of the selected thread's stack runs JIT code (or our unwinder
-    handled it), once per thread and stop.  A stack without any is exactly what plain
-    ``bt`` prints, and GDB prints it much faster without an enabled filter: every frame
-    through Python costs as much as unwinding it.  The walk costs little as GDB keeps
-    the frames it unwinds for the ``bt`` that asked."""
+    """Whether the selected thread's stack needs the filter (the core's gate), once per
+    thread and stop.  GDB keeps the frames it unwinds for the ``bt`` that asked."""
+    from ..decoration_gate import stack_runs_jit_code
     thread = gdb.selected_thread()
     if thread is None:
         return False
-    memo = STATE.regions().memo
-    key = ("thread-runs-jit-code", thread.num)
-    if key not in memo:
-        memo[key] = _walk_finds_jit_code()
-    return memo[key]
+    return stack_runs_jit_code(STATE, thread.num, _newest_frame)
 
 
-def _walk_finds_jit_code() -> bool:
-    regions = STATE.regions()
-    unwound = STATE.unwound_pcs
+def _newest_frame() -> GdbFrame:
     try:
-        frame = gdb.newest_frame()
-        innermost = True
-        for _ in range(MAX_CHECKED_FRAMES):
-            try:
-                pc = frame.pc()
-            except gdb.error:  # "PC not available": no code to ask about
-                pc = None
-            if pc is not None and (pc in unwound or regions.jit_region_at(
-                    pc if innermost else pc - 1) is not None):
-                return True
-            older = frame.older()
-            if older is None:
-                # A walk GDB ended on an error keeps the filter: its last frame then says
-                # why as every early end does ("[unwind stopped: ...]").
-                return bool(gdb_stop_reason(frame))
-            frame = older
-            innermost = False
-    except gdb.error:  # GDB could not unwind further: the filter says why, as above
-        return True
-    return True  # too deep to check: keep the filter
+        return GdbFrame(gdb.newest_frame(), 0)
+    except gdb.error as error:
+        raise DebuggerError(str(error)) from None
 
 
 def walk(frame_iter):

@@ -9,6 +9,7 @@ from gdb.FrameDecorator import FrameDecorator
 
 from ..cpython import PyFrame, PyThread
 from .. import mixed
+from ..frame_label import python_name
 from ..stack import classify
 from .debugger import GdbFrame, GdbThread
 from .state import STATE
@@ -30,7 +31,7 @@ class PythonFrameDecorator(FrameDecorator):
         self._frame = frame
 
     def function(self):
-        return f"[py] {self._frame.function}"
+        return python_name(self._frame)
 
     def address(self):
         # The CLI prints an address before the name unless this is None; GDB's DAP

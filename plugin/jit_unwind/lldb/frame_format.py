@@ -34,7 +34,7 @@ from typing import Optional
 
 import lldb
 
-from ..naming import jit_frame_name
+from ..frame_label import format_name
 from .state import cache_for
 
 SETTING = "frame-format"  # jit-unwind frame-format on|off
@@ -91,18 +91,7 @@ def jit_name(frame: "lldb.SBFrame") -> Optional[str]:
     pc = frame.GetPC()
     if pc in (0, lldb.LLDB_INVALID_ADDRESS):
         return None
-    innermost = frame.GetFrameID() == 0
-    cache = cache_for(process)
-    lookup = pc if innermost else pc - 1
-    if cache.regions().jit_region_at(lookup) is None:
-        return None  # most frames: one lookup in this stop's region map
-    regions = cache.named_regions()
-    if REGISTERED_ONLY[0]:
-        symbol = regions.symbol_at(lookup)
-        if (symbol is None or symbol.source == "gdb-jit"
-                or not regions.is_registered(lookup)):
-            return None  # the frame provider's frame, or LLDB's own name
-    return jit_frame_name(regions, pc, innermost)
+    return format_name(cache_for(process), pc, frame.GetFrameID() == 0, REGISTERED_ONLY[0])
 
 
 def frame_label(frame: "lldb.SBFrame", internal_dict=None) -> str:

@@ -19,18 +19,16 @@ from lldb.plugins.scripted_process import ScriptedFrame
 
 from .. import mixed
 from . import frame_format
-from ..frames import marks, walk_stopped
-from ..stack import MAX_FRAMES, classify, jit_label
+from ..decoration_gate import needs_decorating, walk_kept_inputs
+from ..frame_label import bt_label, names_registered_frame, python_name, unnamed_jit_name
+from ..frames import walk_stopped
+from ..stack import MAX_FRAMES, classify
 from .debugger import (PASSTHROUGH, build_frames, provider_walk_key,
                        return_address_frames, symbolised_alike)
 from .settings import debug_log, setting, show_method
 from .state import cache_for
 from .symfile import in_symbol_file
 from .walk import ThreadWalk
-
-CALLER_GUESSED = "[its caller: guess: found by stack scan]"
-UNREADABLE = ("[its code cannot be read: a core file without it? LLDB's "
-              "`process save-core --style full` keeps it]")
 
 
 class NamedFrame(ScriptedFrame):
@@ -116,29 +114,6 @@ class NativeFrame(ScriptedFrame):
         return None
 
 
-def _only_inputs(steps, count: int) -> bool:
-    """The walk kept every one of LLDB's frames as it was (no JIT code on this stack)."""
-    return len(steps) == count and all(step.index == index
-                                       for index, step in enumerate(steps))
-
-
-def _names_registered_code(cache, inputs) -> bool:
-    """An input frame runs code LLDB's JIT loader has a module for and we name
-    (CPython 3.15's traces): LLDB names it from that module, our name comes through
-    its frame-format (lldb/frame_format.py)."""
-    regions = cache.regions()
-    for index, frame in enumerate(inputs):
-        pc = frame.GetPC()
-        lookup = pc if index == 0 else pc - 1
-        if regions.jit_region_at(lookup) is None:
-            continue
-        named = cache.named_regions()
-        symbol = named.symbol_at(lookup)
-        if symbol is not None and symbol.source != "gdb-jit" and named.is_registered(lookup):
-            return True
-    return False
-
-
 class JitFrameProvider(ScriptedFrameProvider):
     def __init__(self, input_frames, args):
         super().__init__(input_frames, args)
@@ -165,7 +140,7 @@ class JitFrameProvider(ScriptedFrameProvider):
             cache = cache_for(self.thread.GetProcess())
             key = provider_walk_key(self.thread.GetThreadID())
             python = setting("python-frames") and cache.is_python_process()
-            if not cache.regions().has_jit() and not python:
+            if not needs_decorating(cache, lambda: python):
                 cache.per_stop(key, lambda: PASSTHROUGH)
                 return False
             count = min(self.input_frames.GetSize(), MAX_FRAMES)
@@ -174,9 +149,12 @@ class JitFrameProvider(ScriptedFrameProvider):
                 cache.process.target, cache, inputs).run())
             if steps is PASSTHROUGH:
                 return False
-            if _names_registered_code(cache, inputs):
+            if names_registered_frame(cache, (frame.GetPC() for frame in inputs)):
+                # LLDB names those frames from its JIT loader's module: our names
+                # come through its frame-format (lldb/frame_format.py).
                 frame_format.apply_once(self.thread.GetProcess().GetTarget().GetDebugger())
-            if not python and _only_inputs(steps, count):
+            if not needs_decorating(cache, lambda: python,
+                                    lambda: not walk_kept_inputs(steps, count)):
                 for step in steps:  # py-mixed-bt reads the output frames: LLDB's own
                     step.position = step.index
                 return False
@@ -201,7 +179,10 @@ class JitFrameProvider(ScriptedFrameProvider):
                 result.append(NamedFrame(self.thread, len(result), None,
                                          walk_stopped(step.note)))
             elif step.jit:
-                name, notes = self._jit_name(cache, frame_of[id(step)], step)
+                label = bt_label(frame_of[id(step)], step.pc, cache, show_method(),
+                                 unnamed_jit_name(step.pc), step.unreadable,
+                                 mark_caller_guess=True)
+                name, notes = label.name, label.marks
                 if in_symbol_file(cache.process.target, step.pc) and \
                         not name.startswith("["):
                     # LLDB names it from our symbol file; a ScriptedFrame there crashes
@@ -214,7 +195,7 @@ class JitFrameProvider(ScriptedFrameProvider):
                         result.append(NamedFrame(self.thread, len(result), None, notes))
                 else:
                     result.append(NamedFrame(self.thread, len(result), step.pc,
-                                             f"{name} {notes}" if notes else name))
+                                             label.text()))
             else:
                 if step.pc not in contexts:  # a stack through JIT code repeats a few
                     target = cache.process.target
@@ -226,29 +207,9 @@ class JitFrameProvider(ScriptedFrameProvider):
                     result.append(NativeFrame(self.thread, len(result), step.pc, context))
             for frame in below.get(id(step), ()):
                 result.append(NamedFrame(self.thread, len(result), None,
-                                         f"[py] {frame.function}",
+                                         python_name(frame),
                                          (frame.filename, frame.line)))
         return result
-
-    def _jit_name(self, cache, frame, step):
-        """(name, marks): the JIT frame's name and what follows it ("" for none)."""
-        label = jit_label(frame, step.pc, cache)
-        name = (label.name if label is not None and label.name else None) or \
-            f"[jit {step.pc:#x}]"
-        suffix = marks(label, show_method()) if label is not None else ""
-        parts = [suffix] if suffix else []
-        if step.unreadable:
-            parts.insert(0, UNREADABLE)
-        unwound = cache.unwound.get((step.pc, step.sp))
-        if unwound is not None and unwound.guess and not self._jit_at(cache, unwound):
-            # GDB marks the caller; a native frame here is LLDB's to name: say it here.
-            parts.insert(0, CALLER_GUESSED)
-        return name, " ".join(parts)
-
-    @staticmethod
-    def _jit_at(cache, unwound) -> bool:
-        return unwound.caller_pc is not None and \
-            cache.regions().jit_region_at(unwound.caller_pc - 1) is not None
 
     def _python_frames(self, cache, frames):
         """id(step) -> the Python frames the core's merge puts under its frames."""

@@ -1,0 +1,72 @@
+"""Whether a thread's backtrace needs the plugin at all.
+
+A stack without JIT code, Python frames or anything our unwinder did is exactly what the
+debugger prints itself, and much faster: GDB prints every frame through a frame filter
+as slowly as it unwinds it, LLDB rebuilds frame providers at every stop.  The adapters
+ask here and keep the debugger's own frames when the answer is no."""
+
+from typing import Callable, Optional, Sequence
+
+from .debugger import DebuggerError, Frame
+from .session import StopCache
+
+# Beyond this many frames stack_runs_jit_code stops walking and says yes.
+MAX_CHECKED_FRAMES = 20_000
+
+
+def needs_decorating(cache: StopCache, python: Callable[[], bool],
+                     stack_differs: Optional[Callable[[], bool]] = None,
+                     always: bool = False) -> bool:
+    """Whether to decorate a thread: ``always`` (e.g. show-method marks code without
+    CFI anywhere), the process has JIT code and the thread's stack differs from the
+    debugger's own (``stack_differs()``; None: not walked yet, so it may), or
+    ``python()`` (Python frames to add).  JIT code first: ``python()`` may open the
+    interpreter's files."""
+    if always:
+        return True
+    if cache.regions().has_jit() and (stack_differs is None or stack_differs()):
+        return True
+    return python()
+
+
+def stack_runs_jit_code(cache: StopCache, thread_key,
+                        newest_frame: Callable[[], Frame]) -> bool:
+    """Whether a frame of a thread's stack (the debugger's own walk, from
+    ``newest_frame()``) runs JIT code or was unwound by us, or the walk ended on an
+    error (its last frame then says why), once per thread (``thread_key``) and stop."""
+    memo = cache.regions().memo
+    key = ("thread-runs-jit-code", thread_key)
+    if key not in memo:
+        memo[key] = _walk_finds_jit_code(cache, newest_frame)
+    return memo[key]
+
+
+def _walk_finds_jit_code(cache: StopCache, newest_frame: Callable[[], Frame]) -> bool:
+    regions = cache.regions()
+    unwound = cache.unwound_pcs
+    try:
+        frame = newest_frame()
+        innermost = True
+        for _ in range(MAX_CHECKED_FRAMES):
+            try:
+                pc = frame.pc()
+            except DebuggerError:  # "PC not available": no code to ask about
+                pc = None
+            if pc is not None and (pc in unwound or regions.jit_region_at(
+                    pc if innermost else pc - 1) is not None):
+                return True
+            older = frame.older()
+            if older is None:
+                return bool(frame.stop_reason())
+            frame = older
+            innermost = False
+    except DebuggerError:  # the debugger could not unwind further: say why
+        return True
+    return True  # too deep to check: decorate
+
+
+def walk_kept_inputs(steps: Sequence, count: int) -> bool:
+    """A walk over the debugger's ``count`` frames (steps with ``index``: which of
+    them) kept every one as it was: nothing to change on this stack."""
+    return len(steps) == count and all(step.index == index
+                                       for index, step in enumerate(steps))
