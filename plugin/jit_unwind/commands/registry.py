@@ -3,7 +3,7 @@
 returns, so a new command is one new file here (see docs/design.md)."""
 
 import importlib
-import pkgutil
+import os
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Tuple, Union
 
@@ -67,12 +67,14 @@ _loaded: List[bool] = []
 
 
 def _load_all() -> None:
-    """Import every module of this package once: each declares its command."""
+    """Import every module of this package once: each declares its command.  (A listing
+    of the directory: pkgutil would cost the debugger's start-up its imports.)"""
     if _loaded:
         return
     package = __name__.rpartition(".")[0]
-    for module in pkgutil.iter_modules(importlib.import_module(package).__path__):
-        importlib.import_module(f"{package}.{module.name}")
+    for name in sorted(os.listdir(os.path.dirname(__file__))):
+        if name.endswith(".py") and not name.startswith("_"):
+            importlib.import_module(f"{package}.{name[:-3]}")
     _loaded.append(True)
 
 
