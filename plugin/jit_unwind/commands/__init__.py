@@ -1,6 +1,8 @@
-"""The user's commands, written once for every debugger: each is a function of
-(process, per-stop cache, arguments) returning the text to print.  A command that cannot
-run raises :class:`CommandError` with the message the adapter shows as its error."""
+"""The user's commands, written once for every debugger: each module declares one in
+the table of :mod:`.registry` (names, help, a function of (process, per-stop cache,
+arguments) returning the text to print), which every adapter registers.  A command that
+cannot run raises :class:`CommandError` with the message the adapter shows as its
+error."""
 
 from ..target import JitUnwindError
 

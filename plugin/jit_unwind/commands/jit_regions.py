@@ -8,6 +8,7 @@ from ..render import have_tabulate, region_table
 from ..model import Region
 from ..session import StopCache
 from . import CommandError
+from .registry import STATUS, Command, declare
 
 HELP = """List the JIT code regions of the current process.
 
@@ -81,3 +82,9 @@ def symbol_file_lines(regions, path: str, covers: Callable[[Region], bool]) -> L
     if len(left_out) > 20:
         lines.append(f"  ... and {len(left_out) - 20} more")
     return lines
+
+
+declare(Command(
+    names={"gdb": "info jit-regions", "lldb": "jit-regions"}, help=HELP, category=STATUS,
+    run=lambda context, argument: jit_regions(context.process, context.cache, argument,
+                                              context.symbol_file)))

@@ -6,7 +6,9 @@ from typing import TYPE_CHECKING, List
 
 from ..debugger import Process, Thread
 from ..session import StopCache
+from .. import settings
 from . import CommandError
+from .registry import STACK, Command, declare
 
 # The walk, the merge and the rendering are imported when the command first runs:
 # registering it (its help) should cost the debugger's start-up little.
@@ -87,3 +89,10 @@ def py_mixed_bt(process: Process, cache: StopCache, argv: List[str],
                        options.python_only, note)
     text = render_text(mixed, options.python_only, show_method)
     return f"note: {note}\n{text}" if note else text
+
+
+declare(Command(
+    names={"gdb": "py-mixed-bt", "lldb": "py-mixed-bt"}, help=HELP, split=True,
+    category=STACK,
+    run=lambda context, argv: py_mixed_bt(context.process, context.cache, argv,
+                                          settings.value("show-method"))))

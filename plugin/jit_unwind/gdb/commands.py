@@ -1,43 +1,44 @@
-"""``info jit-regions`` and ``py-mixed-bt``: the core's commands registered with GDB."""
+"""The core's commands (``jit_unwind.commands.registry``) registered with GDB."""
 
 import gdb
 
 from ..commands import CommandError
-from ..commands.jit_regions import HELP as JIT_REGIONS_HELP, jit_regions
-from ..commands.mixed_bt import HELP as MIXED_BT_HELP, py_mixed_bt
-from .settings import show_method
+from ..commands.registry import STACK, Context, Registered, for_debugger
 from .state import STATE
 from . import symfile
 
+_CLASSES = {STACK: gdb.COMMAND_STACK}
 
-class InfoJitRegions(gdb.Command):
-    __doc__ = JIT_REGIONS_HELP
 
-    def __init__(self):
-        super().__init__("info jit-regions", gdb.COMMAND_STATUS, gdb.COMPLETE_NONE)
+class _Command(gdb.Command):
+    """One declared command: the argument as the core wants it, the text printed,
+    CommandError (and anything else: never a Python traceback) as GDB's error."""
+
+    def __init__(self, item: Registered):
+        self.item = item
+        self.__doc__ = item.help
+        super().__init__(item.name, _CLASSES.get(item.command.category, gdb.COMMAND_STATUS),
+                         gdb.COMPLETE_NONE)
 
     def invoke(self, argument, from_tty):
-        symfile.refresh()  # a core loaded by "core-file" has had no stop yet
-        loaded = symfile.FILES.loaded
-        loaded = (loaded, symfile.FILES.covers) if loaded else None
         try:
-            text = jit_regions(STATE.process, STATE, argument, loaded)
+            text = self.item.command.run(_context(), gdb.string_to_argv(argument)
+                                         if self.item.command.split else argument)
         except CommandError as error:
             raise gdb.GdbError(str(error)) from None
+        except gdb.GdbError:
+            raise
+        except Exception as error:  # never a traceback
+            raise gdb.GdbError(f"{self.item.name}: {error}") from None
         gdb.write(text + "\n")
 
 
-class PyMixedBt(gdb.Command):
-    __doc__ = MIXED_BT_HELP
+def _context() -> Context:
+    symfile.refresh()  # a safe point: a core loaded by "core-file" has had no stop yet
+    loaded = symfile.FILES.loaded
+    return Context(STATE.process, STATE, (loaded, symfile.FILES.covers) if loaded else None)
 
-    def __init__(self):
-        super().__init__("py-mixed-bt", gdb.COMMAND_STACK, gdb.COMPLETE_NONE)
 
-    def invoke(self, argument, from_tty):
-        symfile.refresh()
-        try:
-            text = py_mixed_bt(STATE.process, STATE, gdb.string_to_argv(argument),
-                               show_method())
-        except CommandError as error:
-            raise gdb.GdbError(str(error)) from None
-        gdb.write(text + "\n")
+def register_commands() -> None:
+    for item in for_debugger("gdb"):
+        _Command(item)

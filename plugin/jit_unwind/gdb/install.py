@@ -2,7 +2,7 @@
 
 import gdb
 
-from .commands import InfoJitRegions, PyMixedBt
+from .commands import register_commands
 from .frame_filter import JitFrameFilter
 from .settings import register_settings
 from .state import connect_events
@@ -18,8 +18,7 @@ def install() -> None:
     if _installed:
         return
     register_settings()
-    InfoJitRegions()
-    PyMixedBt()
+    register_commands()
     connect_events()
     gdb.unwinder.register_unwinder(None, JitUnwinder(), replace=True)
     frame_filter = JitFrameFilter()

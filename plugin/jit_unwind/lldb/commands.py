@@ -1,16 +1,15 @@
-"""``jit-regions``, ``py-mixed-bt`` and ``jit-unwind`` (settings) for LLDB: the core's
-commands (``jit_unwind.commands``) registered with ``command script add -c``."""
+"""The core's commands (``jit_unwind.commands.registry``: ``jit-regions``,
+``py-mixed-bt``, ``jit-unwind`` for the settings) registered with LLDB's ``command script
+add -c``, one class each, made from the table."""
 
 import shlex
 
 import lldb
 
 from ..commands import CommandError
-from ..commands.jit_regions import HELP as JIT_REGIONS_HELP, jit_regions
-from ..commands.mixed_bt import HELP as MIXED_BT_HELP, py_mixed_bt
-from .registration import ensure_provider, refresh_providers
-from ..regions import jitdump
-from .settings import PATH_SETTINGS, SETTINGS, changed, set_setting, show_method
+from ..commands.registry import Context, Registered, for_debugger
+from .registration import ensure_provider, providers_supported, refresh_providers
+from .settings import changed
 from .state import cache_for
 
 
@@ -44,121 +43,88 @@ def _lldb_help(text: str) -> str:
         "GDB's JIT interface", "the GDB JIT interface")
 
 
-def _cache(exe_ctx):
-    """The StopCache of the command's process (None without one)."""
+def _context(item: Registered, debugger, exe_ctx) -> Context:
+    """The process's StopCache (and the symbol file, loaded if due: a safe point, and a
+    core file never stops) when the command needs them."""
+    context = Context(setting_changed=lambda name: _setting_changed(name, debugger))
+    if not item.command.needs_process:
+        return context
     process = exe_ctx.GetProcess()
     if not process.IsValid():
-        return None
+        raise CommandError("No process: launch a program or load a core file first.")
     ensure_provider(exe_ctx.GetTarget())
-    return cache_for(process)
+    context.cache = cache_for(process)
+    context.process = context.cache.process
+    from . import symfile
+    target = context.process.target
+    symfile.refresh(target)
+    context.symbol_file = symfile.loaded(target)
+    return context
+
+
+def _setting_changed(name: str, debugger) -> None:
+    changed(name, debugger)
+    refresh_providers(debugger)  # bt shows the new setting at this stop
+
+
+def _argument(item: Registered, command: str):
+    if not item.command.split:
+        return command
+    try:
+        return shlex.split(command)
+    except ValueError as error:
+        raise CommandError(f"{item.name}: {error}") from None
 
 
 class _Command:
-    """A core command: ``run(cache, command)`` returns the text; CommandError is the
-    user's error; nothing else leaves as a traceback."""
+    """A declared command (``ITEM``): CommandError is the user's error; nothing else
+    leaves as a traceback."""
 
-    HELP = ""
-    NAME = ""
+    ITEM: Registered
 
     def __init__(self, debugger, internal_dict):
         pass
 
     def get_short_help(self):
-        return _lldb_help(self.HELP).strip().splitlines()[0]
+        return _lldb_help(self.ITEM.help).strip().splitlines()[0]
 
     def get_long_help(self):
-        return long_help(_lldb_help(self.HELP))
+        return long_help(_lldb_help(self.ITEM.help))
 
     def __call__(self, debugger, command, exe_ctx, result):
         try:
-            cache = _cache(exe_ctx)
-            if cache is None:
-                raise CommandError("No process: launch a program or load a core file "
-                                   "first.")
-            result.AppendMessage(self.run(cache, command))
+            text = self.ITEM.command.run(_context(self.ITEM, debugger, exe_ctx),
+                                         _argument(self.ITEM, command))
+            result.AppendMessage(text)
         except CommandError as error:
             result.SetError(_lldb_help(str(error)))
         except Exception as error:  # never a traceback
-            result.SetError(f"{self.NAME}: {error}")
+            result.SetError(f"{self.ITEM.name}: {error}")
 
 
-class JitRegions(_Command):
-    HELP = JIT_REGIONS_HELP
-    NAME = "jit-regions"
-
-    def run(self, cache, command):
-        from . import symfile
-        target = cache.process.target
-        symfile.refresh(target)  # a safe point: load the symbol file if it is due
-        return jit_regions(cache.process, cache, command, symfile.loaded(target))
+def class_name(name: str) -> str:
+    """``py-mixed-bt`` -> ``PyMixedBt``: the class LLDB's ``command script add -c``
+    names for a command."""
+    return "".join(word.capitalize() for word in name.split("-"))
 
 
-class PyMixedBt(_Command):
-    HELP = MIXED_BT_HELP
-    NAME = "py-mixed-bt"
-
-    def run(self, cache, command):
-        try:
-            argv = shlex.split(command)
-        except ValueError as error:
-            raise CommandError(f"py-mixed-bt: {error}") from None
-        from . import symfile
-        symfile.refresh(cache.process.target)  # a safe point (a core file never stops)
-        return py_mixed_bt(cache.process, cache, argv, show_method())
-
-
-JIT_UNWIND_HELP = """Show or change the settings of jit-unwind, which unwinds and names JIT frames.
-
-Usage: jit-unwind [SETTING on|off], or jit-unwind jitdump PATH|auto
-
-Without arguments, prints every setting and its value.
-
-""" + "\n".join(f"  {name:<14} {text}" for name, (_value, text) in SETTINGS.items()) + \
-    "\n" + "\n".join(f"  {name:<14} {text}" for name, text in PATH_SETTINGS.items())
-
-
-class JitUnwindSettings(_Command):
-    HELP = JIT_UNWIND_HELP
-    NAME = "jit-unwind"
-
-    def __call__(self, debugger, command, exe_ctx, result):
-        try:
-            result.AppendMessage(self.run(None, command))
-            if command.split():
-                changed(command.split()[0], debugger)
-                refresh_providers(debugger)  # bt shows the new setting at this stop
-        except CommandError as error:
-            result.SetError(str(error))
-        except Exception as error:  # never a traceback
-            result.SetError(f"jit-unwind: {error}")
-
-    def run(self, cache, command):
-        words = shlex.split(command) if command.strip() else []
-        if not words:
-            return "\n".join([f"{name}: {'on' if value else 'off'}"
-                              for name, (value, _text) in SETTINGS.items()]
-                             + [f"jitdump: {jitdump.user_path() or 'auto'}"])
-        if words[0] == "jitdump":
-            if len(words) != 2:
-                raise CommandError("usage: jit-unwind jitdump PATH|auto")
-            jitdump.set_user_path(None if words[1] == "auto" else words[1])
-            return f"jitdump: {jitdump.user_path() or 'auto'}"
-        if len(words) != 2 or words[0] not in SETTINGS or words[1] not in ("on", "off"):
-            raise CommandError("usage: jit-unwind [SETTING on|off], SETTING one of "
-                               + ", ".join(SETTINGS) + '. Try "help jit-unwind".')
-        set_setting(words[0], words[1] == "on")
-        return f"{words[0]}: {words[1]}"
-
-
-COMMANDS = (("jit-regions", "JitRegions"), ("py-mixed-bt", "PyMixedBt"),
-            ("jit-unwind", "JitUnwindSettings"))
+def command_classes(debugger_name: str):
+    """(name, class) for each declared command, the classes put in this module, where
+    LLDB finds them by name."""
+    made = []
+    for item in for_debugger(debugger_name):
+        cls = type(class_name(item.name), (_Command,), {"ITEM": item})
+        globals()[cls.__name__] = cls
+        made.append((item.name, cls))
+    return made
 
 
 def add_commands(debugger) -> None:
     interpreter = debugger.GetCommandInterpreter()
-    for name, cls in COMMANDS:
+    variant = "lldb" if providers_supported() else "lldb-without-providers"
+    for name, cls in command_classes(variant):
         result = lldb.SBCommandReturnObject()
         interpreter.HandleCommand(
-            f"command script add -o -c jit_unwind.lldb.commands.{cls} {name}", result)
+            f"command script add -o -c {__name__}.{cls.__name__} {name}", result)
         if not result.Succeeded():
             raise RuntimeError(f"cannot add {name}: {result.GetError()}")

@@ -1,0 +1,87 @@
+"""The table of the user's commands.  A module of this package declares its command with
+:func:`declare`; each debugger's adapter registers every command :func:`for_debugger`
+returns, so a new command is one new file here (see docs/design.md)."""
+
+import importlib
+import os
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Tuple, Union
+
+# GDB's help classes a command may be listed under ("help status", "help stack").
+STATUS, STACK = "status", "stack"
+
+
+@dataclass
+class Context:
+    """What a command runs on, given by the adapter: the process and its per-stop cache
+    (None for a command that needs no process), the symbol file for JIT code while one
+    is loaded (path, predicate on a Region), and what to do after a setting changed."""
+
+    process: object = None
+    cache: object = None
+    symbol_file: Optional[Tuple[str, Callable]] = None
+    setting_changed: Callable[[str], None] = lambda name: None
+
+
+@dataclass(frozen=True)
+class Command:
+    """``names``: debugger ("gdb", "lldb") -> the command's name there; a debugger not
+    named has no such command.  ``help``: its help, the first line a summary (or a
+    function of the debugger giving it).  ``run(context, argument)`` returns the text to
+    print or raises CommandError; ``argument`` is the words (split as the debugger
+    splits them) when ``split``, else the text after the name.  ``category``: GDB's help
+    class."""
+
+    names: Dict[str, str]
+    help: Union[str, Callable[[str], str]]
+    run: Callable[[Context, object], str]
+    split: bool = False
+    needs_process: bool = True
+    category: str = STATUS
+
+    def help_for(self, debugger: str) -> str:
+        return self.help(debugger) if callable(self.help) else self.help
+
+
+@dataclass(frozen=True)
+class Registered:
+    """One command as a debugger registers it."""
+    name: str
+    help: str
+    command: Command
+
+
+COMMANDS: List[Command] = []
+
+
+def declare(command: Command) -> Command:
+    COMMANDS.append(command)
+    return command
+
+
+def remove(command: Command) -> None:
+    COMMANDS.remove(command)
+
+
+_loaded: List[bool] = []
+
+
+def _load_all() -> None:
+    """Import every module of this package once: each declares its command.  (A listing
+    of the directory: pkgutil would cost the debugger's start-up its imports.)"""
+    if _loaded:
+        return
+    package = __name__.rpartition(".")[0]
+    for name in sorted(os.listdir(os.path.dirname(__file__))):
+        if name.endswith(".py") and not name.startswith("_"):
+            importlib.import_module(f"{package}.{name[:-3]}")
+    _loaded.append(True)
+
+
+def for_debugger(debugger: str) -> List[Registered]:
+    """What ``debugger`` registers: "gdb", "lldb", or a variant of one
+    ("lldb-without-providers") whose helps may differ."""
+    _load_all()
+    base = debugger.split("-")[0]
+    return [Registered(command.names[base], command.help_for(debugger), command)
+            for command in COMMANDS if base in command.names]
