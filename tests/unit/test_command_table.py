@@ -44,8 +44,7 @@ def test_both_debuggers_register_a_new_command_from_the_table(throwaway):
 
 
 def test_the_lldb_adapter_makes_a_class_for_a_new_command(throwaway):
-    pytest.importorskip("lldb")
-    from jit_unwind.lldb import commands
+    from jit_unwind.lldb import commands  # the venv's LLDB 23 module (make venv)
     classes = dict(commands.command_classes("lldb"))
     try:
         made = classes["throwaway"]
