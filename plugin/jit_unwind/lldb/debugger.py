@@ -1,10 +1,10 @@
 """The core's debugger interface (``jit_unwind.debugger``) over LLDB's SB objects.
 
 A thread's frames are those of its walk (the core's ``thread_walk.ThreadWalk`` over
-LLDB's frames as ``InputFrame``): LLDB's own frames while
-they are right, then the frames found through JIT code.  On LLDB 22+ the frame provider
-made that walk for the stop and kept it in the StopCache; on LLDB 19 (no providers) it
-is made here over LLDB's frames.  Native frames the walk found are expanded into their
+LLDB's frames as ``InputFrame``s): LLDB's own frames while they are right, then the
+frames found through JIT code.  On LLDB 22+ the frame provider made that walk for the
+stop and kept it in the StopCache; on LLDB 19 (no providers) it is made here over
+LLDB's frames.  Native frames the walk found are expanded into their
 inlined functions at pc - 1, as GDB and LLDB list a caller.  The list ends at ``main``
 as GDB's ``backtrace past-main off`` does, so that both debuggers give the same stack.
 
