@@ -8,7 +8,7 @@ words (why a stack walk ended), it raises :class:`DebuggerError` with them.  Fra
 valid until the process runs again: never keep one across stops.
 """
 
-from typing import List, Optional
+from typing import List, NamedTuple, Optional, Tuple
 
 from .model import Mapping
 from .target import JitUnwindError, Memory
@@ -16,6 +16,15 @@ from .target import JitUnwindError, Memory
 
 class DebuggerError(JitUnwindError):
     """The debugger could not do what was asked; the message is the debugger's."""
+
+
+class Symbol(NamedTuple):
+    """The symbol (minimal symbols suffice) holding an address: its name ("" without
+    one) and its range ``[start, end)``, either end None when the debugger cannot say."""
+
+    name: str
+    start: Optional[int]
+    end: Optional[int]
 
 
 class Frame:
@@ -45,6 +54,16 @@ class Frame:
     def register(self, name: str) -> Optional[int]:
         """The value of register ``name`` in this frame, None when not saved/unknown."""
         raise NotImplementedError
+
+    def cfa(self) -> Optional[int]:
+        """The frame's canonical frame address (its caller's sp), None when unknown.
+        The base class knows none (GDB's Python API gives none)."""
+        return None
+
+    def is_artificial(self) -> bool:
+        """A frame the debugger made from call-site information (a tail call): it has
+        no registers of its own.  The base class knows of none."""
+        return False
 
     def interpreter_frame(self) -> Optional[int]:
         """For CPython's eval loop: its ``frame`` variable (``_PyInterpreterFrame *``)
@@ -125,6 +144,16 @@ class Process:
     def function_start(self, address: int) -> Optional[int]:
         """Start of the function (minimal symbols suffice) holding ``address``."""
         raise NotImplementedError
+
+    def symbol_at(self, address: int) -> Optional[Symbol]:
+        """The symbol holding ``address``, None without one.  The base class knows none
+        (GDB's Python API has no minimal symbol's range)."""
+        return None
+
+    def file_address(self, address: int) -> Optional[Tuple[str, int]]:
+        """(path of the object file mapped at load address ``address``, the address in
+        that file), None when no module holds it.  The base class knows none."""
+        return None
 
     def keep_selection(self):
         """A context manager restoring the selected thread and frame on exit."""

@@ -15,6 +15,12 @@ from .session import StopCache
 MAX_FRAMES = 100_000
 
 
+def ends_backtrace(function_name: Optional[str]) -> bool:
+    """A backtrace ends at ``main``, as GDB's ``backtrace past-main off`` ends it: every
+    walk asks here, so that both debuggers give the same stack."""
+    return function_name == "main"
+
+
 def unwound_by_us(frame: Frame, pc: int, cache: StopCache) -> Optional[Unwound]:
     """What our unwinder found for ``frame``; sp is read only when it saw the pc."""
     return cache.unwound_at(pc, frame.sp)

@@ -84,3 +84,17 @@ def test_adapters_keep_no_walk_policy():
                                   if alias.name in CORE_POLICY_IMPORTS]
     assert not offenders
     assert list((PACKAGE / "lldb").glob("*.py"))
+
+
+def test_adapters_import_nothing_from_unwind():
+    """Unwinding policy (which strategy, .eh_frame, x86-64 decoding, what follows a
+    call, the caller's registers) is the core's: the adapters call the core's walk
+    (``thread_walk``) and the core's answer for one frame (``frame_unwind``), never the
+    ``unwind`` package itself."""
+    offenders = []
+    for adapter in ADAPTERS:
+        for path in (PACKAGE / adapter).rglob("*.py"):
+            offenders += [f"{path}: {name}" for name in _package_imports(path)
+                          if name.split(".")[0] == "unwind"]
+    assert not offenders
+    assert list((PACKAGE / "gdb").glob("unwinder.py"))

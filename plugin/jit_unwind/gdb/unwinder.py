@@ -1,4 +1,4 @@
-"""The GDB unwinder: hands JIT frames to the core's strategies, nothing else.
+"""The GDB unwinder: hands JIT frames to the core (``frame_unwind``), nothing else.
 
 Its fast path matters more than anything here: GDB asks every Python unwinder about
 every frame, so for a pc outside JIT code we return None after one register read and a
@@ -16,17 +16,16 @@ from .state import STATE
 X86_64 = "i386:x86-64"
 
 
-_STRATEGIES = []
+_CORE = []
 
 
-def _strategies():
-    """The core's unwind strategies, imported once JIT code is met (not at load)."""
-    if not _STRATEGIES:
-        from ..unwind import (UnwindContext, unwind_jit_frame, unwind_nocfi_frame,
-                              unwind_registered_trace)
-        _STRATEGIES.extend((UnwindContext, unwind_jit_frame, unwind_nocfi_frame,
-                            unwind_registered_trace))
-    return _STRATEGIES
+def _core():
+    """The core's frame_unwind module, imported once JIT code is met (not at load: it
+    loads every strategy)."""
+    if not _CORE:
+        from .. import frame_unwind
+        _CORE.append(frame_unwind)
+    return _CORE[0]
 
 
 def _text_pc_sp(pending_frame):
@@ -56,20 +55,18 @@ def _sp(pending_frame) -> int:
     return found[1] if found is not None else int(pending_frame.read_register("rsp"))
 
 
-def _without_stale_frames(result):
-    """A shim's result without the eval loop's stale copy of its interpreter frame."""
-    from ..unwind.trace_entry import stale_frame_addresses, without_stale_frames
+def _stale_frames():
+    """The interpreter frames an eval loop's registers may hold stale copies of (for a
+    shim's result), None when not known."""
     from .python_frames import python_thread
     try:
         thread = python_thread()
         if thread is None:
-            return result
-        stale = STATE.per_stop(("stale-frames", thread.address),
-                               lambda: stale_frame_addresses(thread))
+            return None
+        return _core().stale_frames(STATE, thread)
     except Exception as error:  # the shim's own unwind stands without this refinement
         debug_log(f"stale frames not known: {error!r}")
-        return result
-    return without_stale_frames(result, stale)
+        return None
 
 
 class _FrameId:
@@ -143,17 +140,11 @@ class JitUnwinder(Unwinder):
             read[name] = (value, number)
             return number
 
-        UnwindContext, unwind_jit_frame, _, unwind_registered_trace = _strategies()
-        ctx = UnwindContext(pc, sp, self._memory, regions, read_register, innermost,
-                            STATE.process.function_start)
-        if registered:  # GDB has rules for it: ours only where they are exact and GDB's not
-            result = unwind_registered_trace(ctx)
-            if result is None:
-                return None
-        else:
-            result = unwind_jit_frame(ctx)
-        if ctx.enters_trace():
-            result = _without_stale_frames(result)
+        result = _core().unwind_jit_code(pc, sp, self._memory, regions, read_register,
+                                         innermost, STATE.process.function_start,
+                                         registered, _stale_frames)
+        if result is None:  # registered code: GDB's rules stand where ours are not exact
+            return None
         STATE.record(pc, sp, result)
         debug_log(lambda: f"frame #{level} pc={pc:#x} sp={sp:#x}: {result}")
 
@@ -172,10 +163,9 @@ class JitUnwinder(Unwinder):
             return int(pending_frame.read_register(name))
 
         lookup = pc if innermost else pc - 1
-        UnwindContext, _, unwind_nocfi_frame, _ = _strategies()
-        ctx = UnwindContext(pc, sp, self._memory, regions, read_register, innermost,
-                            STATE.process.function_start, function_at(nocfi, lookup))
-        result = unwind_nocfi_frame(ctx)
+        result = _core().unwind_nocfi_code(pc, sp, self._memory, regions, read_register,
+                                           innermost, STATE.process.function_start,
+                                           function_at(nocfi, lookup))
         debug_log(lambda: f"frame #{pending_frame.level()} pc={pc:#x} sp={sp:#x} "
                           f"(no CFI in {nocfi.name}): {result or 'left to GDB'}")
         if result is None:

@@ -1,9 +1,10 @@
 """The core's debugger interface (``jit_unwind.debugger``) over LLDB's SB objects.
 
-A thread's frames are those of its walk (``walk.ThreadWalk``): LLDB's own frames while
-they are right, then the frames found through JIT code.  On LLDB 22+ the frame provider
-made that walk for the stop and kept it in the StopCache; on LLDB 19 (no providers) it
-is made here over LLDB's frames.  Native frames the walk found are expanded into their
+A thread's frames are those of its walk (the core's ``thread_walk.ThreadWalk`` over
+LLDB's frames as ``InputFrame``s): LLDB's own frames while they are right, then the
+frames found through JIT code.  On LLDB 22+ the frame provider made that walk for the
+stop and kept it in the StopCache; on LLDB 19 (no providers) it is made here over
+LLDB's frames.  Native frames the walk found are expanded into their
 inlined functions at pc - 1, as GDB and LLDB list a caller.  The list ends at ``main``
 as GDB's ``backtrace past-main off`` does, so that both debuggers give the same stack.
 
@@ -17,11 +18,13 @@ from typing import Dict, List, Optional, Tuple
 
 import lldb
 
-from ..debugger import DebuggerError, Frame, Process, Thread
+from ..debugger import DebuggerError, Frame, Process, Symbol, Thread
 from ..regions import Mapping
 from ..session import StopCache
+from ..stack import MAX_FRAMES, ends_backtrace
+from ..thread_walk import Step, ThreadWalk
 from .memory import LldbMemory
-from .walk import MAX_FRAMES, Step, ThreadWalk
+from .settings import debug_log
 
 MAX_REGIONS = 100_000
 MAX_INLINE_DEPTH = 64
@@ -62,9 +65,49 @@ def function_name(function: "lldb.SBFunction") -> Optional[str]:
     return function.GetName()
 
 
+def _load_address(address: "lldb.SBAddress", target: "lldb.SBTarget") -> Optional[int]:
+    load = address.GetLoadAddress(target)
+    return load if load != lldb.LLDB_INVALID_ADDRESS else None
+
+
 def provider_walk_key(thread_id: int) -> tuple:
     """Where the frame provider keeps a thread's walk in the StopCache (per_stop)."""
     return ("lldb-walk", thread_id)
+
+
+class InputFrame(Frame):
+    """One of LLDB's own frames as the walk reads it: its pc and sp as LLDB lists them
+    (a provider's input frames included), its registers, its CFA."""
+
+    def __init__(self, level: int, sbframe: "lldb.SBFrame"):
+        self._level = level
+        self.sbframe = sbframe
+
+    @property
+    def level(self) -> int:
+        return self._level
+
+    def pc(self) -> int:
+        return self.sbframe.GetPC()
+
+    def sp(self) -> Optional[int]:
+        return self.sbframe.GetSP()
+
+    def register(self, name: str) -> Optional[int]:
+        return _unsigned(self.sbframe.FindRegister(name))
+
+    def cfa(self) -> Optional[int]:
+        cfa = self.sbframe.GetCFA()
+        return cfa if cfa not in (0, lldb.LLDB_INVALID_ADDRESS) else None
+
+    def is_artificial(self) -> bool:
+        return self.sbframe.IsArtificial()
+
+
+def walk_thread(cache: StopCache, sbframes, past_native_end: bool = False) -> List[Step]:
+    """The walk of a thread whose LLDB frames are ``sbframes``, innermost first."""
+    inputs = [InputFrame(level, sbframe) for level, sbframe in enumerate(sbframes)]
+    return ThreadWalk(cache, inputs, past_native_end=past_native_end, log=debug_log).run()
 
 
 class LldbFrame(Frame):
@@ -139,7 +182,7 @@ class LldbFrame(Frame):
             return None
 
     def older(self) -> Optional[Frame]:
-        if self.function_name() == "main":  # as GDB's "backtrace past-main off"
+        if ends_backtrace(self.function_name()):
             return None
         frames = self._frames or []
         index = self._level + 1
@@ -283,8 +326,7 @@ class LldbThread(Thread):
         count = min(self.inner.GetNumFrames(), MAX_FRAMES)
         inputs = [self.inner.GetFrameAtIndex(i) for i in range(count)]
         past_end = not hasattr(lldb.SBTarget, "RegisterScriptedFrameProvider")
-        walk = ThreadWalk(self.process.target, cache, inputs, past_native_end=past_end).run()
-        return walk, True
+        return walk_thread(cache, inputs, past_native_end=past_end), True
 
     def frames(self, cache: StopCache) -> List[LldbFrame]:
         steps, direct = self.steps(cache)
@@ -430,6 +472,31 @@ class LldbProcess(Process):
         except Exception:
             return None
         return start if start != lldb.LLDB_INVALID_ADDRESS else None
+
+    def symbol_at(self, address: int) -> Optional[Symbol]:
+        try:
+            symbol = self.target.ResolveLoadAddress(address).GetSymbol()
+            if not symbol.IsValid():
+                return None
+            return Symbol(symbol.GetName() or "",
+                          _load_address(symbol.GetStartAddress(), self.target),
+                          _load_address(symbol.GetEndAddress(), self.target))
+        except Exception:
+            return None
+
+    def file_address(self, address: int) -> Optional[Tuple[str, int]]:
+        try:
+            found = self.target.ResolveLoadAddress(address)
+            module = found.GetModule()
+            if not module.IsValid():
+                return None
+            path = module.GetFileSpec().fullpath
+            file_address = found.GetFileAddress()
+        except Exception:
+            return None
+        if not path or file_address == lldb.LLDB_INVALID_ADDRESS:
+            return None
+        return path, file_address
 
     @contextlib.contextmanager
     def keep_selection(self):

@@ -3,7 +3,7 @@ and the Python frames each eval-loop and JIT frame runs.
 
 LLDB rebuilds providers at every stop, the dynamic loader's internal stops included: a
 process with no JIT code and no CPython gets LLDB's own frames at once.  Otherwise the
-thread's walk (``walk.ThreadWalk``) is made once per stop and kept in the StopCache,
+thread's walk (``thread_walk.ThreadWalk``) is made once per stop and kept in the StopCache,
 where ``py-mixed-bt`` finds it; JIT frames are named and marked from what the walk
 recorded there (``stack.jit_label``), as GDB's ``bt`` names and marks them.
 
@@ -24,11 +24,10 @@ from ..frame_label import bt_label, names_registered_frame, python_name, unnamed
 from ..frames import walk_stopped
 from ..stack import MAX_FRAMES, classify
 from .debugger import (PASSTHROUGH, build_frames, provider_walk_key,
-                       return_address_frames, symbolised_alike)
+                       return_address_frames, symbolised_alike, walk_thread)
 from .settings import debug_log, setting, show_method
 from .state import cache_for
 from .symfile import in_symbol_file
-from .walk import ThreadWalk
 
 
 class NamedFrame(ScriptedFrame):
@@ -145,8 +144,7 @@ class JitFrameProvider(ScriptedFrameProvider):
                 return False
             count = min(self.input_frames.GetSize(), MAX_FRAMES)
             inputs = [self.input_frames.GetFrameAtIndex(i) for i in range(count)]
-            steps = cache.per_stop(key, lambda: ThreadWalk(
-                cache.process.target, cache, inputs).run())
+            steps = cache.per_stop(key, lambda: walk_thread(cache, inputs))
             if steps is PASSTHROUGH:
                 return False
             if names_registered_frame(cache, (frame.GetPC() for frame in inputs)):

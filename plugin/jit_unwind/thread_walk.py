@@ -1,105 +1,127 @@
-"""The backtrace of one LLDB thread through JIT code.
+"""The backtrace of one thread through JIT code, over a debugger that cannot be handed
+registers to unwind from (LLDB): its own frames ("input frames") where they are right,
+ours from JIT code on.
 
-LLDB's own frames ("input frames") are kept while they are right.  From the first frame
-whose pc is JIT code, the core's strategies unwind; the walk rejoins LLDB's frames where
-a caller's pc and sp match one of them.  LLDB cannot unwind natively from registers we
-give it, so where no input frame matches a native caller, the walk goes on by its
-file's .eh_frame, else by the core's strategies for code without CFI (its prologue
-decoded from its symbol's start), else by the frame-pointer rule when the caller's
-function keeps one (``push rbp; mov rbp, rsp``), and ends with a reason otherwise.
-After the last input frame LLDB gave up; if its caller (return address at CFA - 8) is
-JIT code, the walk goes on from there.
+The input frames are kept while they are right.  From the first frame whose pc is JIT
+code, the core's strategies unwind; the walk rejoins the input frames where a caller's
+pc and sp match one of them.  Where no input frame matches a native caller, the walk
+goes on by its file's .eh_frame, else by the core's strategies for code without CFI
+(its prologue decoded from its symbol's start), else by the frame-pointer rule when the
+caller's function keeps one (``push rbp; mov rbp, rsp``), and ends with a reason
+otherwise.  After the last input frame the debugger gave up; if its caller (return
+address at CFA - 8) is JIT code, the walk goes on from there.
+
+Everything the walk asks of the debugger goes through ``debugger.Frame`` (the input
+frames) and ``debugger.Process`` (symbols, modules); what it unwinds it records in the
+StopCache, as GDB's unwinder does.
 """
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-import lldb
-
-from ..model import Region, Unwound
-from ..session import StopCache
-from ..stack import MAX_FRAMES
-from ..unwind import (UnwindContext, unwind_jit_frame, unwind_nocfi_frame,
-                      unwind_registered_trace)
-from ..unwind.cfi import CALLEE_SAVED, unwind_with_cfi
-from ..unwind.context import follows_call
-from ..unwind.x86_64 import starts_frame_pointer
-from .settings import debug_log
+from .debugger import DebuggerError, Frame
+from .model import Region, Unwound
+from .session import StopCache
+from .stack import MAX_FRAMES, ends_backtrace
+from .unwind import (UnwindContext, unwind_jit_frame, unwind_nocfi_frame,
+                     unwind_registered_trace)
+from .unwind.cfi import CALLEE_SAVED, unwind_with_cfi
+from .unwind.context import follows_call
+from .unwind.x86_64 import starts_frame_pointer
 
 REGISTERS = ("rip", "rsp", *CALLEE_SAVED)
+# Where a frame-pointer caller's saved rbp may lie above the callee's sp.
+MAX_FRAME_SIZE = 16 << 20
+
+Registers = Dict[str, int]
+Caller = Tuple[int, int, Registers]  # the caller's pc, sp and registers
 
 
 @dataclass
 class Step:
     """One frame of the walk: an input frame (``index``), or a frame the walk found at
-    ``pc``/``sp`` (``jit``: JIT code, named from the regions; else native code LLDB
-    symbolises), or (``pc`` None) a ``note``: why the walk ended after the frame before.
-    What the unwinder found for a JIT frame is in the StopCache (``cache.record``).
-    ``position``: where the frame provider put it among the thread's frames."""
+    ``pc``/``sp`` (``jit``: JIT code, named from the regions; else native code the
+    debugger symbolises), or (``pc`` None) a ``note``: why the walk ended after the frame
+    before.  What the unwinder found for a JIT frame is in the StopCache
+    (``cache.record``).  ``position``: where a frame provider put it among the thread's
+    frames."""
 
     index: Optional[int] = None
     pc: Optional[int] = None
     sp: Optional[int] = None
     jit: bool = False
-    registers: Dict[str, int] = field(default_factory=dict)
+    registers: Registers = field(default_factory=dict)
     note: str = ""
     unreadable: bool = False  # JIT code the core file lacks
     position: Optional[int] = None
 
 
-def frame_registers(frame: "lldb.SBFrame") -> Dict[str, int]:
+def frame_registers(frame: Frame) -> Registers:
+    """The registers of ``frame`` a caller's unwind may need, those the debugger knows."""
     values = {}
     for name in REGISTERS:
-        value = frame.FindRegister(name)
-        if value.IsValid():
-            error = lldb.SBError()
-            number = value.GetValueAsUnsigned(error, 0)
-            if error.Success():
-                values[name] = number
+        value = frame.register(name)
+        if value is not None:
+            values[name] = value
     return values
 
 
+def _input_pc(frame: Frame) -> Optional[int]:
+    try:
+        return frame.pc()
+    except DebuggerError:
+        return None
+
+
+def _callee_saved(registers: Registers) -> Registers:
+    return {k: v for k, v in registers.items() if k in CALLEE_SAVED}
+
+
+def _no_log(_message) -> None:
+    pass
+
+
 class ThreadWalk:
-    def __init__(self, target: "lldb.SBTarget", cache: StopCache, input_frames,
-                 past_native_end: bool = False):
-        """``past_native_end``: also go on after LLDB's last frame when its caller is
-        native code (LLDB 19 gives up on some callers of frames it unwound).  What the
-        walk unwinds it records in ``cache``, as GDB's unwinder does."""
+    def __init__(self, cache: StopCache, input_frames: Sequence[Frame],
+                 past_native_end: bool = False, log: Callable = _no_log):
+        """``input_frames``: the debugger's frames of the thread, innermost first.
+        ``past_native_end``: also go on after the debugger's last frame when its caller
+        is native code (LLDB 19 gives up on some callers of frames it unwound).  ``log``
+        takes a debug message (or a callable making one)."""
         self.past_native_end = past_native_end
-        self.target = target
         self.cache = cache
+        self.process = cache.process
         self.memory = cache.process.memory
         self.regions = cache.regions()  # named (executors read) once JIT code is met
-        self.inputs = input_frames  # list of SBFrame
+        self.inputs = input_frames
         self.count = len(input_frames)
+        self.log = log
         self._by_pc_sp: Optional[Dict[Tuple[int, int], int]] = None
         self.out: List[Step] = []
 
     @property
     def by_pc_sp(self) -> Dict[Tuple[int, int], int]:
         """(pc, sp) -> index of the first input frame there; made when a walk through
-        JIT code first looks for LLDB's frames again (most stops never do)."""
+        JIT code first looks for the debugger's frames again (most stops never do)."""
         if self._by_pc_sp is None:
             self._by_pc_sp = {}
             for index, frame in enumerate(self.inputs):
-                self._by_pc_sp.setdefault((frame.GetPC(), frame.GetSP()), index)
+                self._by_pc_sp.setdefault((_input_pc(frame), frame.sp()), index)
         return self._by_pc_sp
 
     # -- symbols -----------------------------------------------------------------
     def function_start(self, address: int) -> Optional[int]:
-        symbol = self.target.ResolveLoadAddress(address).GetSymbol()
-        if not symbol.IsValid():
-            return None
-        start = symbol.GetStartAddress().GetLoadAddress(self.target)
-        return start if start != lldb.LLDB_INVALID_ADDRESS else None
+        return self.process.function_start(address)
 
     def function_name(self, address: int) -> str:
-        symbol = self.target.ResolveLoadAddress(address).GetSymbol()
-        return symbol.GetName() or "" if symbol.IsValid() else ""
+        symbol = self.process.symbol_at(address)
+        return symbol.name if symbol is not None else ""
 
-    def is_jit(self, pc: int, innermost: bool) -> bool:
-        """JIT code we unwind: LLDB's JIT loader has rules for registered code, which we
-        take over only for a trace (unwind_registered_trace)."""
+    def is_jit(self, pc: Optional[int], innermost: bool) -> bool:
+        """JIT code we unwind: a debugger's JIT loader has rules for registered code,
+        which we take over only for a trace (unwind_registered_trace)."""
+        if pc is None:
+            return False
         lookup = pc if innermost else pc - 1
         if self.regions.jit_region_at(lookup) is None:
             return False
@@ -111,17 +133,17 @@ class ThreadWalk:
         index = 0
         while index < self.count and len(self.out) < MAX_FRAMES:
             frame = self.inputs[index]
-            pc = frame.GetPC()
+            pc = _input_pc(frame)
             if self.is_jit(pc, index == 0):
-                resumed = self.walk_from(pc, frame.GetSP(), frame_registers(frame),
+                resumed = self.walk_from(pc, frame.sp(), frame_registers(frame),
                                          index == 0, index)
                 if resumed is None:
                     return self.out
                 index = resumed
                 continue
-            if index and self.outside_code(frame, pc):
-                # LLDB's unwinder went wrong (LLDB 19 past some callers of JIT code):
-                # the frame before's caller from its .eh_frame instead.
+            if index and pc is not None and self.outside_code(frame, pc):
+                # The debugger's unwinder went wrong (LLDB 19 past some callers of JIT
+                # code): the frame before's caller from its .eh_frame instead.
                 if self.out and self.out[-1].index == index - 1:
                     self.resume_with_cfi(index - 1)
                 return self.out
@@ -131,10 +153,10 @@ class ThreadWalk:
             self.after_input(self.count - 1)
         return self.out
 
-    def outside_code(self, frame, pc: int) -> bool:
+    def outside_code(self, frame: Frame, pc: int) -> bool:
         """A caller's pc outside every executable mapping (when the mappings are known)."""
         return (len(self.regions.mappings) > 0 and not self.regions.is_executable(pc - 1)
-                and not frame.IsArtificial())
+                and not frame.is_artificial())
 
     def resume_with_cfi(self, index: int) -> None:
         """Go on from the caller of input frame ``index`` as its .eh_frame gives it."""
@@ -147,11 +169,11 @@ class ThreadWalk:
             self.walk_from(caller["rip"], caller["rsp"], caller, False, index + 1)
 
     def after_input(self, index: int) -> None:
-        """LLDB ended its walk at input frame ``index``: go on when its caller is JIT
-        code."""
+        """The debugger ended its walk at input frame ``index``: go on when its caller
+        is JIT code."""
         last = self.inputs[index]
-        cfa = last.GetCFA()
-        if cfa in (0, lldb.LLDB_INVALID_ADDRESS) or cfa % 8:
+        cfa = last.cfa()
+        if not cfa or cfa % 8:
             return
         caller_pc = self.memory.try_read_u64(cfa - 8)
         if caller_pc is None:
@@ -163,7 +185,8 @@ class ThreadWalk:
         registers["rip"], registers["rsp"] = caller_pc, cfa
         # The caller's rbp: saved by the last frame's prologue when it keeps a frame
         # pointer; else the last frame left it as it found it.
-        start = self.function_start(last.GetPC() - 1)
+        last_pc = _input_pc(last)
+        start = self.function_start(last_pc - 1) if last_pc is not None else None
         fp = registers.get("rbp")
         code = self.memory.try_read(start, 8) if start is not None else None
         if code is not None and starts_frame_pointer(code) and fp is not None:
@@ -174,7 +197,7 @@ class ThreadWalk:
                 registers["rbp"] = saved
         self.walk_from(caller_pc, cfa, registers, False, index + 1)
 
-    def walk_from(self, pc: int, sp: int, registers: Dict[str, int], innermost: bool,
+    def walk_from(self, pc: int, sp: int, registers: Registers, innermost: bool,
                   next_input: int) -> Optional[int]:
         """Walk from a frame at ``pc``/``sp``; return the input frame index to resume
         at, or None when the walk ended here."""
@@ -182,7 +205,7 @@ class ThreadWalk:
             match = self.by_pc_sp.get((pc, sp))
             if match is not None and match >= next_input and not innermost:
                 if not self.is_jit(pc, False):
-                    return match  # LLDB's frame: its registers are LLDB's own
+                    return match  # the debugger's frame: its registers are its own
             if self.is_jit(pc, innermost):
                 step = self.jit_step(pc, sp, registers, innermost)
             else:
@@ -198,39 +221,39 @@ class ThreadWalk:
         return None
 
     def rejoin_main(self, pc: int, next_input: int) -> Optional[int]:
-        """The input frame of ``main`` at ``pc`` when LLDB has one: a program has one
-        main frame, so LLDB's (and its callers) are kept even where our sp for it
-        differs (LLDB unwound through JIT code with our symbol file's .eh_frame)."""
-        if self.function_name(pc - 1) != "main":
+        """The input frame of ``main`` at ``pc`` when the debugger has one: a program has
+        one main frame, so the debugger's (and its callers) are kept even where our sp
+        for it differs (LLDB unwound through JIT code with our symbol file's
+        .eh_frame)."""
+        if not ends_backtrace(self.function_name(pc - 1)):
             return None
         for index in range(next_input, self.count):
-            if self.inputs[index].GetPC() == pc:
+            if _input_pc(self.inputs[index]) == pc:
                 return index
         return None
 
-    def jit_step(self, pc, sp, registers, innermost):
+    def jit_step(self, pc: int, sp: int, registers: Registers,
+                 innermost: bool) -> Optional[Caller]:
         ctx = UnwindContext(pc, sp, self.memory, self.cache.named_regions(), registers.get,
-                            innermost,
-                            self.function_start)
+                            innermost, self.function_start)
         try:
             result = None
             if self.cache.named_regions().is_registered(ctx.lookup_pc):
-                # The rules LLDB's JIT loader read skip the trace's entry function.
+                # The rules the debugger's JIT loader read skip the trace's entry
+                # function.
                 result = unwind_registered_trace(ctx)
             if result is None:
                 result = unwind_jit_frame(ctx)
         except Exception as error:  # never a traceback in a backtrace
             result = Unwound("none", stop_reason=f"internal error: {error!r}")
         self.cache.record(pc, sp, result)
-        debug_log(lambda: f"frame #{len(self.out)} pc={pc:#x} sp={sp:#x}: {result}")
+        self.log(lambda: f"frame #{len(self.out)} pc={pc:#x} sp={sp:#x}: {result}")
         unreadable = self.memory.try_read(pc if innermost else pc - 1, 1) is None
         self.out.append(Step(pc=pc, sp=sp, jit=True, registers=dict(registers),
                              unreadable=unreadable))
         if result.ends_walk:
             return None
-        caller = {k: v for k, v in registers.items() if k in CALLEE_SAVED}
-        if ctx.in_trace():
-            caller = {}
+        caller = {} if ctx.in_trace() else _callee_saved(registers)
         caller.update(result.saved)
         caller["rip"], caller["rsp"] = result.caller_pc, result.caller_sp
         return result.caller_pc, result.caller_sp, caller
@@ -241,35 +264,28 @@ class ThreadWalk:
         self.cache.debugger_stops[(pc, sp)] = reason
         self.out.append(Step(note=reason))
 
-    def cfi_step(self, pc: int, registers: Dict[str, int]) -> Optional[Dict[str, int]]:
+    def cfi_step(self, pc: int, registers: Registers) -> Optional[Registers]:
         """The caller's registers from the .eh_frame of the file holding ``pc - 1``."""
-        address = self.target.ResolveLoadAddress(pc - 1)
-        module = address.GetModule()
-        if not module.IsValid():
+        where = self.process.file_address(pc - 1)
+        if where is None:
             return None
-        path = module.GetFileSpec().fullpath
-        file_pc = address.GetFileAddress()
-        if not path or file_pc == lldb.LLDB_INVALID_ADDRESS:
-            return None
+        path, file_pc = where
         try:
             return unwind_with_cfi(self.memory, path, file_pc, registers)
         except Exception:
             return None
 
-    def nocfi_step(self, pc: int, sp: int, registers: Dict[str, int]
-                   ) -> Optional[Dict[str, int]]:
+    def nocfi_step(self, pc: int, sp: int, registers: Registers) -> Optional[Registers]:
         """The caller's registers of a native frame without usable CFI (hand-written
         assembly, code built without unwind tables) by the core's exact strategies for
         such code: its prologue decoded from its symbol's start; None when they cannot
         tell."""
-        symbol = self.target.ResolveLoadAddress(pc - 1).GetSymbol()
-        if not symbol.IsValid():
+        symbol = self.process.symbol_at(pc - 1)
+        if symbol is None or symbol.start is None or symbol.end is None:
             return None
-        start = symbol.GetStartAddress().GetLoadAddress(self.target)
-        end = symbol.GetEndAddress().GetLoadAddress(self.target)
-        if lldb.LLDB_INVALID_ADDRESS in (start, end) or not start < pc <= end:
+        if not symbol.start < pc <= symbol.end:
             return None
-        function = Region(start, end, "no-cfi", symbol.GetName() or "")
+        function = Region(symbol.start, symbol.end, "no-cfi", symbol.name)
         ctx = UnwindContext(pc, sp, self.memory, self.regions, registers.get, False,
                             self.function_start, function)
         try:
@@ -278,17 +294,17 @@ class ThreadWalk:
             return None
         if result is None:
             return None
-        caller = {k: v for k, v in registers.items() if k in CALLEE_SAVED}
+        caller = _callee_saved(registers)
         caller.update(result.saved)
         caller["rip"], caller["rsp"] = result.caller_pc, result.caller_sp
         return caller
 
-    def native_step(self, pc, sp, registers):
-        """A native frame LLDB did not give us: keep it, go on by its .eh_frame, else its
-        frame pointer."""
+    def native_step(self, pc: int, sp: int, registers: Registers) -> Optional[Caller]:
+        """A native frame the debugger did not give us: keep it, go on by its .eh_frame,
+        else its frame pointer."""
         self.out.append(Step(pc=pc, sp=sp, registers=dict(registers)))
         name = self.function_name(pc - 1)
-        if name == "main":  # like GDB's "backtrace past-main off"
+        if ends_backtrace(name):
             return None
         caller = self.cfi_step(pc, registers)
         if caller == {}:  # the outermost frame (_start, a thread's start routine)
@@ -302,14 +318,20 @@ class ThreadWalk:
         caller = self.nocfi_step(pc, sp, registers)
         if caller is not None:
             return caller["rip"], caller["rsp"], caller
+        return self.frame_pointer_step(pc, sp, registers, name)
+
+    def frame_pointer_step(self, pc: int, sp: int, registers: Registers,
+                           name: str) -> Optional[Caller]:
+        """The caller of a native frame whose function keeps a frame pointer."""
         start = self.function_start(pc - 1)
         code = self.memory.try_read(start, 8) if start is not None else None
         rbp = registers.get("rbp")
         if code is None or not starts_frame_pointer(code):
-            self.stop(pc, sp, f"{name or hex(pc)} keeps no frame pointer and LLDB cannot "
-                              f"unwind it from registers found through JIT code")
+            self.stop(pc, sp, f"{name or hex(pc)} keeps no frame pointer and "
+                              f"{self.process.debugger_name} cannot unwind it from "
+                              f"registers found through JIT code")
             return None
-        if rbp is None or rbp % 8 or not sp <= rbp < sp + (16 << 20):
+        if rbp is None or rbp % 8 or not sp <= rbp < sp + MAX_FRAME_SIZE:
             self.stop(pc, sp, f"no frame pointer known for {name or hex(pc)}")
             return None
         caller_pc = self.memory.try_read_u64(rbp + 8)

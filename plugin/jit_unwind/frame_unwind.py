@@ -1,0 +1,62 @@
+"""What a debugger's own unwinder (GDB's) asks the core about one frame: its caller,
+by which strategy, with which registers.
+
+The adapter reads the frame's pc, sp and registers and hands back what is found; which
+strategy applies, and when ours stand back for the debugger's rules, is decided here.
+Imported once JIT code is met: it loads every strategy.
+"""
+
+from typing import Callable, FrozenSet, Optional
+
+from .model import Region, Unwound
+from .regions import RegionMap
+from .session import StopCache
+from .target import Memory, RegisterReader
+from .unwind import (UnwindContext, unwind_jit_frame, unwind_nocfi_frame,
+                     unwind_registered_trace)
+from .unwind.trace_entry import stale_frame_addresses, without_stale_frames
+
+FunctionStart = Callable[[int], Optional[int]]
+
+
+def unwind_jit_code(pc: int, sp: int, memory: Memory, regions: RegionMap,
+                    read_register: RegisterReader, innermost: bool,
+                    function_start: FunctionStart, registered: bool,
+                    stale_frames: Callable[[], Optional[FrozenSet[int]]]
+                    ) -> Optional[Unwound]:
+    """The caller of a frame in JIT code (``regions`` named).  ``registered``: the
+    debugger has rules for the code (its JIT interface): ours only where they are exact
+    and the debugger's not (a trace), else None.  ``stale_frames()``: the interpreter
+    frames of this stop an eval loop's registers may hold stale copies of (see
+    :func:`stale_frames`), None when unknown; asked only when the frame enters a trace."""
+    ctx = UnwindContext(pc, sp, memory, regions, read_register, innermost,
+                        function_start)
+    if registered:
+        result = unwind_registered_trace(ctx)
+        if result is None:
+            return None
+    else:
+        result = unwind_jit_frame(ctx)
+    if ctx.enters_trace():
+        stale = stale_frames()
+        if stale is not None:
+            result = without_stale_frames(result, stale)
+    return result
+
+
+def stale_frames(cache: StopCache, thread) -> FrozenSet[int]:
+    """Interpreter frames of Python thread ``thread`` (a ``cpython.PyThread``) whose
+    copies in an eval loop are older than the frames they run; read once per stop."""
+    return cache.per_stop(("stale-frames", thread.address),
+                          lambda: stale_frame_addresses(thread))
+
+
+def unwind_nocfi_code(pc: int, sp: int, memory: Memory, regions: RegionMap,
+                      read_register: RegisterReader, innermost: bool,
+                      function_start: FunctionStart, function: Optional[Region]
+                      ) -> Optional[Unwound]:
+    """The caller of a frame in a mapped file's code without CFI, ``function`` its
+    symbol: our exact strategies, else None (the debugger's own heuristics)."""
+    ctx = UnwindContext(pc, sp, memory, regions, read_register, innermost,
+                        function_start, function)
+    return unwind_nocfi_frame(ctx)
