@@ -21,7 +21,7 @@ from .. import mixed
 from . import frame_format
 from ..decoration_gate import needs_decorating, walk_kept_inputs
 from ..frame_label import bt_label, names_registered_frame, python_name, unnamed_jit_name
-from ..frames import walk_stopped
+from ..frame_label import walk_stopped
 from ..stack import MAX_FRAMES, classify
 from .debugger import (PASSTHROUGH, build_frames, provider_walk_key,
                        return_address_frames, symbolised_alike, walk_thread)
