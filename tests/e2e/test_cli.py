@@ -216,3 +216,15 @@ def test_pip_install_gives_the_jit_unwind_script(tmp_path):
     assert helped.returncode == 0, helped
     for command in ("core", "attach", "install", "doctor", "gdb", "lldb"):
         assert command in helped.stdout
+
+
+def test_gdb_subcommand_starts_gdb_with_the_plugin(tmp_path):
+    """``jit-unwind gdb -- PROGRAM``: an interactive GDB (here reading its commands from
+    stdin) that knows py-mixed-bt and holds the program."""
+    environment = dict(os.environ, PYTHONPATH=str(REPO / "plugin"))
+    result = subprocess.run([sys.executable, "-m", "jit_unwind", "gdb", "--", "/bin/true"],
+                            input="help py-mixed-bt\ninfo files\n", capture_output=True,
+                            text=True, timeout=120, env=environment, cwd=tmp_path)
+    assert result.returncode == 0, result
+    assert "Print the mixed native and Python stack" in result.stdout, result.stdout
+    assert "/bin/true" in result.stdout
