@@ -26,17 +26,16 @@ from .settings import debug_log, show_method
 from .state import STATE
 
 
-# The core's frame model, bound by _load_core() when a backtrace first runs through the
-# filter: the plugin's load (GDB's start-up) does not need it.
-walk_stopped = ended_by_unwinder = bt_label = may_have_label = remember_stop = None
+# The core's bt rules, bound when a backtrace first runs through the filter: the
+# plugin's load (GDB's start-up) does not need them.
+bt_decoration = filtered_walk = None
 
 
 def _load_core() -> None:
-    global walk_stopped, ended_by_unwinder, bt_label, may_have_label, remember_stop
-    if remember_stop is None:
-        from ..frame_label import bt_label, may_have_label
-        from ..frames import walk_stopped
-        from ..stack import ended_by_unwinder, remember_stop
+    global bt_decoration, filtered_walk
+    if filtered_walk is None:
+        from ..bt_walk import filtered_walk
+        from ..frame_label import bt_decoration
 
 
 class NativeFrameDecorator(FrameDecorator):
@@ -257,14 +256,9 @@ def _decorate(decorator):
         pc = gdb_frame.pc()
     except gdb.error:  # "PC not available": nothing to name
         return NativeFrameDecorator(decorator, pc_unavailable=True, frame=frame), False
-    if not may_have_label(pc, STATE):  # most frames of a JIT stack are native
-        return NativeFrameDecorator(decorator, frame=frame), False
-    native = GdbFrame(gdb_frame, gdb_frame.level())
-    ends_walk = ended_by_unwinder(native, STATE) is not None
-    label = bt_label(native, pc, STATE, show_method())
-    if label is None:  # no JIT code, no guess: GDB's own name
-        return NativeFrameDecorator(decorator, frame=frame), ends_walk
-    name = label.text(lambda: plain_name(decorator))
+    label, ends_walk = bt_decoration(lambda: GdbFrame(gdb_frame, gdb_frame.level()), pc,
+                                     STATE, show_method())
+    name = label.text(lambda: plain_name(decorator)) if label is not None else None
     return NativeFrameDecorator(decorator, name, frame=frame), ends_walk
 
 
@@ -325,55 +319,20 @@ def _newest_frame() -> GdbFrame:
 
 
 def walk(frame_iter):
-    """GDB's frames, decorated, up to where the walk ends.
-
-    It ends where our unwinder ended it on purpose (on GDB 13 a frame with a zero pc
-    follows, which is no frame of the program), or where GDB could not go on: then the
-    last frame says why.  One frame is held back until the next one shows whether it is
-    the last."""
+    """GDB's frames, decorated, up to where the walk ends (the core's rules), the last
+    frame saying why when GDB could not go on."""
     _load_core()
-    held = None  # (decorator, ends walk) not yet yielded
-    note = ""
-    while True:
-        try:
-            decorator = next(frame_iter)
-        except StopIteration:
-            break
-        except Exception as error:
-            # GDB's frame iterator unwinds the frame after the one it returns, and an
-            # error there loses the frame it was about to return: fetch that one again.
-            decorator = _frame_after(held[0] if held else None)
-            reason = str(error) or type(error).__name__
-            note = walk_stopped(reason)
-            if decorator is None:
-                break
-            _remember(decorator, reason)
-            if held is not None:
-                yield held[0]
-            held = decorate(decorator)
-            break
-        if held is not None:
-            yield held[0]
-        held = decorate(decorator)
-        if held[1]:
-            yield held[0]
-            return
-    if held is None:
-        return
-    last = held[0]
-    if not note:
-        reason = gdb_stop_reason(last.inferior_frame())
-        note = walk_stopped(reason) if reason else ""
-    yield last.with_note(note) if note else last
+    return filtered_walk(frame_iter, STATE, decorate, _frame_after, _core_frame,
+                         _stop_reason, NativeFrameDecorator.with_note)
 
 
-def _remember(decorator, reason: str) -> None:
-    """GDB's error, kept for py-mixed-bt: GDB gives it once per frame and stop."""
-    try:
-        frame = decorator.inferior_frame()
-        remember_stop(GdbFrame(frame, frame.level()), STATE, reason)
-    except Exception:
-        pass
+def _core_frame(decorator) -> GdbFrame:
+    frame = decorator.inferior_frame()
+    return GdbFrame(frame, frame.level())
+
+
+def _stop_reason(decorator) -> str:
+    return gdb_stop_reason(decorator.inferior_frame())
 
 
 def _frame_after(decorator):
