@@ -276,10 +276,9 @@ class JitFrameFilter:
         if not self._enabled:
             return False
         try:
-            from ..decoration_gate import needs_decorating
-            # With show-method, also for frames in code without CFI ("[via prologue]").
-            return needs_decorating(STATE, STATE.is_python_process, thread_runs_jit_code,
-                                    always=show_method())
+            from ..decoration_gate import thread_needs_decorating
+            return thread_needs_decorating(STATE, _selected_thread_key, _newest_frame,
+                                           show_method())
         except Exception:
             return False
 
@@ -301,14 +300,9 @@ class JitFrameFilter:
         return interleave(frames, thread)
 
 
-def thread_runs_jit_code() -> bool:
-    """Whether the selected thread's stack needs the filter (the core's gate), once per
-    thread and stop.  GDB keeps the frames it unwinds for the ``bt`` that asked."""
-    from ..decoration_gate import stack_runs_jit_code
+def _selected_thread_key():
     thread = gdb.selected_thread()
-    if thread is None:
-        return False
-    return stack_runs_jit_code(STATE, thread.num, _newest_frame)
+    return thread.num if thread is not None else None
 
 
 def _newest_frame() -> GdbFrame:
