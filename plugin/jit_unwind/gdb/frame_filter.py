@@ -20,9 +20,10 @@ import sys
 import gdb
 from gdb.FrameDecorator import FrameDecorator, FrameVars
 
+from .. import settings
 from ..debugger import DebuggerError
 from .debugger import GdbFrame, gdb_stop_reason
-from .settings import debug_log, show_method
+from .settings import debug_log
 from .state import STATE
 
 
@@ -48,6 +49,8 @@ class NativeFrameDecorator(FrameDecorator):
     per printed frame, and FrameDecorator's chain of ``hasattr`` and repeated
     ``find_sal()`` calls cost as much as unwinding the frame."""
 
+    python_frames = ()  # the [py] frames it runs, as elided frames (python_frames.py)
+
     def __init__(self, base, name=None, note: str = "", pc_unavailable: bool = False,
                  frame=None):
         self._base = base  # FrameDecorator.__init__'s only work
@@ -68,7 +71,10 @@ class NativeFrameDecorator(FrameDecorator):
         return frame if frame is not None else self._base.inferior_frame()
 
     def elided(self):
-        return None if self._gdb_frame is not None else super().elided()
+        base = None if self._gdb_frame is not None else super().elided()
+        if not self.python_frames:
+            return base
+        return iter([*(base or ()), *self.python_frames])
 
     def function(self):
         name = self._name if self._name is not None else plain_name(self._base)
@@ -257,7 +263,7 @@ def _decorate(decorator):
     except gdb.error:  # "PC not available": nothing to name
         return NativeFrameDecorator(decorator, pc_unavailable=True, frame=frame), False
     label, ends_walk = bt_decoration(lambda: GdbFrame(gdb_frame, gdb_frame.level()), pc,
-                                     STATE, show_method())
+                                     STATE, settings.value("show-method"))
     name = label.text(lambda: plain_name(decorator)) if label is not None else None
     return NativeFrameDecorator(decorator, name, frame=frame), ends_walk
 
@@ -278,7 +284,7 @@ class JitFrameFilter:
         try:
             from ..decoration_gate import thread_needs_decorating
             return thread_needs_decorating(STATE, _selected_thread_key, _newest_frame,
-                                           show_method())
+                                           settings.value("show-method"))
         except Exception:
             return False
 

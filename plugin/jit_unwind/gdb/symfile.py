@@ -11,8 +11,9 @@ cache, which must not happen while GDB is building or printing frames.
 
 import gdb
 
+from .. import settings
 from ..symfile import SymbolFiles
-from .settings import debug_log, symbol_file_enabled
+from .settings import debug_log
 from .state import OWN_FILES, STATE
 
 # No .eh_frame: GDB runs the plugin's unwinder before it reads one, and decoding the
@@ -23,7 +24,8 @@ FILES = SymbolFiles(unwind_rules=False)
 def refresh(*_args) -> None:
     """Load, replace or unload the symbol file for the current stop; never raises."""
     try:
-        old, new = FILES.plan_for_stop(STATE.process, STATE, symbol_file_enabled())
+        old, new = FILES.plan_for_stop(STATE.process, STATE,
+                                       bool(settings.value("symbol-file")))
     except Exception as error:  # never let a symbol file break a stop
         debug_log(f"symbol file: {error!r}")
         return
