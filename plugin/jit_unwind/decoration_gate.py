@@ -29,6 +29,19 @@ def needs_decorating(cache: StopCache, python: Callable[[], bool],
     return python()
 
 
+def thread_needs_decorating(cache: StopCache, thread_key: Callable[[], Optional[object]],
+                            newest_frame: Callable[[], Frame], show_method: bool) -> bool:
+    """needs_decorating for the selected thread (``thread_key()``: its key, None when
+    there is none): Python frames to add, or JIT code on its stack (stack_runs_jit_code);
+    with show-method always, for the frames in code without CFI ("[via prologue]")."""
+    def stack_differs() -> bool:
+        key = thread_key()
+        return key is not None and stack_runs_jit_code(cache, key, newest_frame)
+
+    return needs_decorating(cache, cache.is_python_process, stack_differs,
+                            always=show_method)
+
+
 def stack_runs_jit_code(cache: StopCache, thread_key,
                         newest_frame: Callable[[], Frame]) -> bool:
     """Whether a frame of a thread's stack (the debugger's own walk, from

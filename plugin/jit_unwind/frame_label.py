@@ -10,14 +10,14 @@ StopCache) so the backtraces cannot drift apart; the adapters only place the str
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterable, Optional
+from typing import Callable, Iterable, Optional, Tuple
 
 from .debugger import Frame
 from .model import NativeFrame, PyFrame
 from .naming import jit_frame_name
 from .regions import RegionMap
 from .session import StopCache
-from .stack import jit_label
+from .stack import ended_by_unwinder, jit_label
 
 # LLDB names a native caller itself: a guessed one is marked on the JIT frame above it.
 CALLER_GUESSED = "[its caller: guess: found by stack scan]"
@@ -102,6 +102,19 @@ def may_have_label(pc: int, cache: StopCache) -> bool:
     unwinder handled or guessed.  One look, without the frame's sp."""
     return (pc in cache.unwound_pcs or pc in cache.guessed
             or cache.regions().near_jit(pc))
+
+
+def bt_decoration(frame_of: Callable[[], Frame], pc: int, cache: StopCache,
+                  show_method: bool) -> Tuple[Optional[Label], bool]:
+    """A frame filter's view of the frame at ``pc``: its ``bt_label`` (None: the
+    debugger prints it as its own) and whether our unwinder ended the walk at it.
+    ``frame_of()`` makes the core's Frame, only for the few frames that may have a
+    label: most frames of a JIT stack are native."""
+    if not may_have_label(pc, cache):
+        return None, False
+    frame = frame_of()
+    ends_walk = ended_by_unwinder(frame, cache) is not None
+    return bt_label(frame, pc, cache, show_method), ends_walk
 
 
 def _native_caller_guessed(frame: Frame, pc: int, cache: StopCache) -> bool:

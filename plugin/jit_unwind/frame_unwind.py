@@ -10,6 +10,8 @@ from typing import Callable, FrozenSet, Optional
 
 from .model import Region, Unwound
 from .regions import RegionMap
+from .regions.nocfi import SOURCE as NOCFI
+from .regions.nocfi import function_at
 from .session import StopCache
 from .target import Memory, RegisterReader
 from .unwind import (UnwindContext, unwind_jit_frame, unwind_nocfi_frame,
@@ -60,3 +62,37 @@ def unwind_nocfi_code(pc: int, sp: int, memory: Memory, regions: RegionMap,
     ctx = UnwindContext(pc, sp, memory, regions, read_register, innermost,
                         function_start, function)
     return unwind_nocfi_frame(ctx)
+
+
+def leaves_to_debugger(cache: StopCache, code: Region, lookup: int) -> bool:
+    """Whether the debugger's own rules stand for a frame in ``code`` (this stop's
+    ``regions().code_at(lookup)``): JIT code it has registered rules for (its JIT
+    interface) that is no trace.  Asked before the adapter reads anything more."""
+    if code.source == NOCFI:
+        return False
+    regions = cache.named_regions()
+    return regions.is_registered(lookup) and not regions.is_trace(lookup)
+
+
+def unwind_code(cache: StopCache, code: Region, pc: int, sp: int,
+                read_register: RegisterReader, innermost: bool,
+                stale_frames: Callable[[], Optional[FrozenSet[int]]]
+                ) -> Optional[Unwound]:
+    """The caller of the frame at (``pc``, ``sp``) in ``code`` (see leaves_to_debugger),
+    recorded in ``cache`` for ``bt``'s names and marks: code without CFI in a mapped
+    file (:func:`unwind_nocfi_code`) or JIT code (:func:`unwind_jit_code`); None where
+    the debugger's rules stand."""
+    lookup = pc if innermost else pc - 1
+    process = cache.process
+    if code.source == NOCFI:
+        result = unwind_nocfi_code(pc, sp, process.memory, cache.regions(), read_register,
+                                   innermost, process.function_start,
+                                   function_at(code, lookup))
+    else:
+        regions = cache.named_regions()
+        result = unwind_jit_code(pc, sp, process.memory, regions, read_register,
+                                 innermost, process.function_start,
+                                 regions.is_registered(lookup), stale_frames)
+    if result is not None:
+        cache.record(pc, sp, result)
+    return result

@@ -3,7 +3,7 @@ one "decorate this thread?" gate, on the core's records: no debugger."""
 
 from jit_unwind.model import PyFrame
 from jit_unwind.decoration_gate import (needs_decorating, stack_runs_jit_code,
-                                        walk_kept_inputs)
+                                        thread_needs_decorating, walk_kept_inputs)
 from jit_unwind.frame_label import (CALLER_GUESSED, UNREADABLE, Label, bt_label,
                                     format_name, listed_label, may_have_label,
                                     python_line, python_name, unnamed_jit_name)
@@ -128,6 +128,18 @@ def test_gate_decides_from_jit_code_python_and_show_method():
     assert needs_decorating(cache, no, yes)
     assert needs_decorating(cache, no)  # not walked yet: it may
     assert needs_decorating(cache, no, no, always=True)
+
+
+def test_selected_threads_gate():
+    """GDB's filter asks for the selected thread: its stack through JIT code, else
+    Python frames (none in the fake process), always with show-method."""
+    cache = _cache()
+    native = _stack(FakeFrame(0, NATIVE_PC, STACK), FakeFrame(1, NATIVE_PC + 8, STACK + 8))
+    through_jit = _stack(FakeFrame(0, NATIVE_PC, STACK), FakeFrame(1, JIT_PC, STACK + 8))
+    assert not thread_needs_decorating(cache, lambda: 1, lambda: native, False)
+    assert thread_needs_decorating(cache, lambda: 2, lambda: through_jit, False)
+    assert not thread_needs_decorating(cache, lambda: None, lambda: through_jit, False)
+    assert thread_needs_decorating(cache, lambda: None, lambda: native, True)
 
 
 class _Step:

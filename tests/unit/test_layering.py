@@ -100,3 +100,29 @@ def test_adapters_import_nothing_from_unwind():
                           if name.split(".")[0] == "unwind"]
     assert not offenders
     assert list((PACKAGE / "gdb").glob("unwinder.py"))
+
+
+# The rules GDB's bt and symbol file follow, which the core owns: where a walk ends and
+# what its last frame says (bt_walk), which frames get a label (frame_label), which
+# unwind a frame gets (frame_unwind), when a stop plans a symbol file (SymbolFiles).
+GDB_CORE_RULES = {"walk_stopped", "remember_stop", "ended_by_unwinder", "may_have_label",
+                  "bt_label", "function_at", "unwind_jit_code", "unwind_nocfi_code",
+                  "needs_decorating", "stack_runs_jit_code"}
+GDB_CORE_DECISIONS = {"plan", "nothing_to_name", "may_name_jit_code", "is_registered",
+                      "is_trace"}
+
+
+def test_gdb_adapter_calls_the_cores_rules_rather_than_applying_them():
+    """gdb/ imports none of the rules' parts and asks none of the questions they
+    combine: it calls filtered_walk, bt_decoration, thread_needs_decorating,
+    leaves_to_debugger/unwind_code and plan_for_stop."""
+    offenders = []
+    for path in (PACKAGE / "gdb").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                offenders += [f"{path}: imports {alias.name}" for alias in node.names
+                              if alias.name in GDB_CORE_RULES]
+            elif isinstance(node, ast.Attribute) and node.attr in GDB_CORE_DECISIONS:
+                offenders.append(f"{path}: asks {node.attr}")
+    assert not offenders
+    assert list((PACKAGE / "gdb").glob("frame_filter.py"))

@@ -79,3 +79,19 @@ def test_in_file_code_only_inside_a_files_executable_mapping():
     assert not regions.in_file_code(0x555555554100)  # not executable
     assert not regions.in_file_code(0x7FFFF7FBF018)  # JIT code
     assert not regions.in_file_code(0x7FFFF7FD0010)  # memfd JIT code
+
+
+def test_gdbs_info_proc_mappings_text():
+    from jit_unwind.regions.procmaps import parse_info_proc_mappings
+    text = """process 4242
+Mapped address spaces:
+
+          Start Addr           End Addr       Size     Offset  Perms  objfile
+      0x555555554000     0x555555555000     0x1000        0x0  r--p   /usr/bin/my app
+      0x7ffff7fc1000     0x7ffff7fc5000     0x4000     0x2000  r-xp
+      0x7ffff7fc5000     0x7ffff7fc6000     0x1000        0x0  nope   /lib/x.so
+"""
+    mappings = parse_info_proc_mappings(text)
+    assert [(m.start, m.end, m.perms, m.path, m.offset) for m in mappings] == [
+        (0x555555554000, 0x555555555000, "r--p", "/usr/bin/my app", 0),
+        (0x7ffff7fc1000, 0x7ffff7fc5000, "r-xp", "", 0x2000)]

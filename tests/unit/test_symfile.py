@@ -349,3 +349,55 @@ def _eh_frame_fdes(section):
             assert cie_pointer == offset + 4  # back to the CIE at offset 0
             fdes.append(struct.unpack_from("<QQ", section, offset + 8))
         offset += 4 + length
+
+
+class _StopCache:
+    """A stop's cache as plan_for_stop reads it; counts the region map's reads."""
+
+    def __init__(self, regions, nothing_to_name=False, may_name=True):
+        self._map, self._nothing, self._may_name = regions, nothing_to_name, may_name
+        self.reads = 0
+
+    def nothing_to_name(self):
+        return self._nothing
+
+    def may_name_jit_code(self):
+        return self._may_name
+
+    def regions(self):
+        self.reads += 1
+        return self._map
+
+    def named_regions(self):
+        return self._map
+
+
+def test_plan_for_stop_plans_once_per_region_map_and_only_when_it_can_name():
+    data, symbols = _code(("a", CPYTHON_312_TRAMPOLINE), ("b", CPYTHON_314_TRAMPOLINE))
+    process = _Process(BytesMemory({JIT: data}))
+    files = SymbolFiles()
+    regions = _map(symbols)
+    try:
+        # Nothing to name (no JIT code, no runtime): not even the mappings are read.
+        idle = _StopCache(regions, nothing_to_name=True)
+        assert files.plan_for_stop(process, idle, True) == (None, None)
+        assert idle.reads == 0
+        # No runtime lookups on our account while none names JIT code.
+        assert files.plan_for_stop(process, _StopCache(regions, may_name=False),
+                                   True) == (None, None)
+        assert files.loaded is None
+        # That region map was planned for: the next stop with it plans nothing.
+        assert files.plan_for_stop(process, _StopCache(regions), True) == (None, None)
+        regions = _map(list(symbols))
+        old, first = files.plan_for_stop(process, _StopCache(regions), True)
+        assert old is None and first == files.loaded
+        assert files.plan_for_stop(process, _StopCache(regions), True) == (None, None)
+        # The setting off: the file goes, and the next plan starts afresh.
+        assert files.plan_for_stop(process, _StopCache(regions), False) == (first, None)
+        files.delete(first)
+        old, second = files.plan_for_stop(process, _StopCache(regions), True)
+        assert old is None and second is not None
+        assert files.unload() == second
+        files.delete(second)
+    finally:
+        files.cleanup()

@@ -5,7 +5,6 @@ message where the core shows it.  A GdbFrame lives for one stop only.
 """
 
 import contextlib
-import os
 import re
 from typing import List, Optional
 
@@ -13,6 +12,7 @@ import gdb
 
 from ..debugger import DebuggerError, Frame, Process, Thread
 from ..regions import Mapping
+from ..source_paths import shown_source_path
 from .memory import GdbMemory
 
 # GDB 13 has no FRAME_UNWIND_FIRST_ERROR; "unavailable" is the first error in every GDB.
@@ -20,7 +20,6 @@ _FIRST_ERROR = getattr(gdb, "FRAME_UNWIND_FIRST_ERROR", gdb.FRAME_UNWIND_UNAVAIL
 _BACKTRACE_STOPPED = re.compile(r"^Backtrace stopped: (.+)$", re.M)
 _CORE_LINE = re.compile(r"Local core dump file:\s*\n\s*`(.+?)', file type")
 _INFO_SYMBOL = re.compile(r"^\S+(?: \+ (\d+))? in section ")
-_PERMS = re.compile(r"[r-][w-][x-][ps]")
 
 
 def gdb_stop_reason(frame) -> str:
@@ -46,34 +45,12 @@ def gdb_stop_reason(frame) -> str:
 
 
 def source_path(symtab) -> str:
-    """``symtab.fullname()``, normalised; GDB prefixes a relative compilation directory
-    to a file name that already starts with it (glibc: "./nptl" + "./nptl/x.c")."""
-    filename = symtab.filename
+    """The path shown for ``symtab`` (the core's ``shown_source_path``)."""
     try:
-        full = symtab.fullname() or filename
+        full = symtab.fullname() or symtab.filename
     except gdb.error:
-        full = filename
-    key = (filename, full)
-    path = _source_paths.get(key)
-    if path is None:
-        if len(_source_paths) >= 4096:
-            _source_paths.clear()
-        path = _source_paths[key] = _normalised(filename, full)
-    return path
-
-
-# (name in the line table, GDB's full name) -> the path shown: a thread's frames run
-# the same few files, and 32 threads the same ones again
-_source_paths: dict = {}
-
-
-def _normalised(filename: str, full: str) -> str:
-    if not os.path.isabs(filename) and full.endswith(filename):
-        directory = os.path.normpath(full[:-len(filename)] or ".")
-        if not os.path.isabs(directory) and \
-                os.path.normpath(filename).startswith(directory + os.sep):
-            return os.path.normpath(filename)
-    return os.path.normpath(full)
+        full = symtab.filename
+    return shown_source_path(symtab.filename, full)
 
 
 class GdbFrame(Frame):
@@ -187,22 +164,12 @@ class GdbProcess(Process):
         return match.group(1) if match else None
 
     def debugger_mappings(self) -> List[Mapping]:
-        """Parse ``info proc mappings``."""
+        from ..regions.procmaps import parse_info_proc_mappings
         try:
-            text = gdb.execute("info proc mappings", to_string=True)
+            return parse_info_proc_mappings(gdb.execute("info proc mappings",
+                                                        to_string=True))
         except gdb.error:
             return []
-        mappings = []
-        for line in text.splitlines():
-            fields = line.split()
-            if len(fields) >= 5 and fields[0].startswith("0x") and fields[1].startswith("0x"):
-                perms = next((f for f in fields[4:5] if _PERMS.fullmatch(f)), None)
-                if perms is None:
-                    continue
-                path = " ".join(fields[5:]) if len(fields) > 5 else ""
-                mappings.append(Mapping(int(fields[0], 16), int(fields[1], 16), perms, path,
-                                        int(fields[3], 16)))
-        return mappings
 
     def module_paths(self) -> List[str]:
         return [objfile.filename or "" for objfile in gdb.objfiles()]

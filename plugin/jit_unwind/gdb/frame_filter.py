@@ -20,23 +20,23 @@ import sys
 import gdb
 from gdb.FrameDecorator import FrameDecorator, FrameVars
 
+from .. import settings
 from ..debugger import DebuggerError
 from .debugger import GdbFrame, gdb_stop_reason
-from .settings import debug_log, show_method
+from .settings import debug_log
 from .state import STATE
 
 
-# The core's frame model, bound by _load_core() when a backtrace first runs through the
-# filter: the plugin's load (GDB's start-up) does not need it.
-walk_stopped = ended_by_unwinder = bt_label = may_have_label = remember_stop = None
+# The core's bt rules, bound when a backtrace first runs through the filter: the
+# plugin's load (GDB's start-up) does not need them.
+bt_decoration = filtered_walk = None
 
 
 def _load_core() -> None:
-    global walk_stopped, ended_by_unwinder, bt_label, may_have_label, remember_stop
-    if remember_stop is None:
-        from ..frame_label import bt_label, may_have_label
-        from ..frame_label import walk_stopped
-        from ..stack import ended_by_unwinder, remember_stop
+    global bt_decoration, filtered_walk
+    if filtered_walk is None:
+        from ..bt_walk import filtered_walk
+        from ..frame_label import bt_decoration
 
 
 class NativeFrameDecorator(FrameDecorator):
@@ -48,6 +48,8 @@ class NativeFrameDecorator(FrameDecorator):
     itself what GDB's FrameDecorator would ask it, once: GDB calls six or seven methods
     per printed frame, and FrameDecorator's chain of ``hasattr`` and repeated
     ``find_sal()`` calls cost as much as unwinding the frame."""
+
+    python_frames = ()  # the [py] frames it runs, as elided frames (python_frames.py)
 
     def __init__(self, base, name=None, note: str = "", pc_unavailable: bool = False,
                  frame=None):
@@ -69,7 +71,10 @@ class NativeFrameDecorator(FrameDecorator):
         return frame if frame is not None else self._base.inferior_frame()
 
     def elided(self):
-        return None if self._gdb_frame is not None else super().elided()
+        base = None if self._gdb_frame is not None else super().elided()
+        if not self.python_frames:
+            return base
+        return iter([*(base or ()), *self.python_frames])
 
     def function(self):
         name = self._name if self._name is not None else plain_name(self._base)
@@ -257,14 +262,9 @@ def _decorate(decorator):
         pc = gdb_frame.pc()
     except gdb.error:  # "PC not available": nothing to name
         return NativeFrameDecorator(decorator, pc_unavailable=True, frame=frame), False
-    if not may_have_label(pc, STATE):  # most frames of a JIT stack are native
-        return NativeFrameDecorator(decorator, frame=frame), False
-    native = GdbFrame(gdb_frame, gdb_frame.level())
-    ends_walk = ended_by_unwinder(native, STATE) is not None
-    label = bt_label(native, pc, STATE, show_method())
-    if label is None:  # no JIT code, no guess: GDB's own name
-        return NativeFrameDecorator(decorator, frame=frame), ends_walk
-    name = label.text(lambda: plain_name(decorator))
+    label, ends_walk = bt_decoration(lambda: GdbFrame(gdb_frame, gdb_frame.level()), pc,
+                                     STATE, settings.value("show-method"))
+    name = label.text(lambda: plain_name(decorator)) if label is not None else None
     return NativeFrameDecorator(decorator, name, frame=frame), ends_walk
 
 
@@ -282,10 +282,9 @@ class JitFrameFilter:
         if not self._enabled:
             return False
         try:
-            from ..decoration_gate import needs_decorating
-            # With show-method, also for frames in code without CFI ("[via prologue]").
-            return needs_decorating(STATE, STATE.is_python_process, thread_runs_jit_code,
-                                    always=show_method())
+            from ..decoration_gate import thread_needs_decorating
+            return thread_needs_decorating(STATE, _selected_thread_key, _newest_frame,
+                                           settings.value("show-method"))
         except Exception:
             return False
 
@@ -307,14 +306,9 @@ class JitFrameFilter:
         return interleave(frames, thread)
 
 
-def thread_runs_jit_code() -> bool:
-    """Whether the selected thread's stack needs the filter (the core's gate), once per
-    thread and stop.  GDB keeps the frames it unwinds for the ``bt`` that asked."""
-    from ..decoration_gate import stack_runs_jit_code
+def _selected_thread_key():
     thread = gdb.selected_thread()
-    if thread is None:
-        return False
-    return stack_runs_jit_code(STATE, thread.num, _newest_frame)
+    return thread.num if thread is not None else None
 
 
 def _newest_frame() -> GdbFrame:
@@ -325,55 +319,20 @@ def _newest_frame() -> GdbFrame:
 
 
 def walk(frame_iter):
-    """GDB's frames, decorated, up to where the walk ends.
-
-    It ends where our unwinder ended it on purpose (on GDB 13 a frame with a zero pc
-    follows, which is no frame of the program), or where GDB could not go on: then the
-    last frame says why.  One frame is held back until the next one shows whether it is
-    the last."""
+    """GDB's frames, decorated, up to where the walk ends (the core's rules), the last
+    frame saying why when GDB could not go on."""
     _load_core()
-    held = None  # (decorator, ends walk) not yet yielded
-    note = ""
-    while True:
-        try:
-            decorator = next(frame_iter)
-        except StopIteration:
-            break
-        except Exception as error:
-            # GDB's frame iterator unwinds the frame after the one it returns, and an
-            # error there loses the frame it was about to return: fetch that one again.
-            decorator = _frame_after(held[0] if held else None)
-            reason = str(error) or type(error).__name__
-            note = walk_stopped(reason)
-            if decorator is None:
-                break
-            _remember(decorator, reason)
-            if held is not None:
-                yield held[0]
-            held = decorate(decorator)
-            break
-        if held is not None:
-            yield held[0]
-        held = decorate(decorator)
-        if held[1]:
-            yield held[0]
-            return
-    if held is None:
-        return
-    last = held[0]
-    if not note:
-        reason = gdb_stop_reason(last.inferior_frame())
-        note = walk_stopped(reason) if reason else ""
-    yield last.with_note(note) if note else last
+    return filtered_walk(frame_iter, STATE, decorate, _frame_after, _core_frame,
+                         _stop_reason, NativeFrameDecorator.with_note)
 
 
-def _remember(decorator, reason: str) -> None:
-    """GDB's error, kept for py-mixed-bt: GDB gives it once per frame and stop."""
-    try:
-        frame = decorator.inferior_frame()
-        remember_stop(GdbFrame(frame, frame.level()), STATE, reason)
-    except Exception:
-        pass
+def _core_frame(decorator) -> GdbFrame:
+    frame = decorator.inferior_frame()
+    return GdbFrame(frame, frame.level())
+
+
+def _stop_reason(decorator) -> str:
+    return gdb_stop_reason(decorator.inferior_frame())
 
 
 def _frame_after(decorator):

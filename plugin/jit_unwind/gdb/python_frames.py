@@ -2,7 +2,7 @@
 (which native frame runs which: the core's ``stack.classify`` and ``merge``)."""
 
 import sys
-from typing import Iterator, List, Optional
+from typing import Iterator, Optional
 
 import gdb
 from gdb.FrameDecorator import FrameDecorator
@@ -60,25 +60,14 @@ class PythonFrameDecorator(FrameDecorator):
         return None
 
 
-class WithPythonFrames(FrameDecorator):
-    """A native frame decorator that adds the Python frames it runs as elided frames."""
-
-    def __init__(self, base, frames: List[PyFrame]):
-        super().__init__(base)
-        self._frames = frames
-        self._base = base
-
-    def elided(self):
-        children = list(self._base.elided() or [])
-        children += [PythonFrameDecorator(self._base, frame) for frame in self._frames]
-        return iter(children)
-
-
 def interleave(decorators: Iterator, thread: PyThread) -> Iterator:
-    """Yield ``decorators`` with each native frame's Python frames attached (the
-    core's ``mixed.interleave`` says which, streaming)."""
+    """Yield ``decorators`` (NativeFrameDecorators) with each native frame's Python
+    frames attached (the core's ``mixed.interleave`` says which, streaming)."""
     def native_of(decorator, level):
         return classify(GdbFrame(decorator.inferior_frame(), level), STATE)
 
     for decorator, frames in mixed.interleave(decorators, native_of, thread.frames):
-        yield WithPythonFrames(decorator, frames) if frames else decorator
+        if frames:
+            decorator.python_frames = [PythonFrameDecorator(decorator, frame)
+                                       for frame in frames]
+        yield decorator

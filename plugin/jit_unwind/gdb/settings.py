@@ -63,14 +63,6 @@ def register_settings() -> None:
         _parameters[setting.name] = _Parameter(setting)
 
 
-def symbol_file_enabled() -> bool:
-    return bool(settings.value("symbol-file"))
-
-
-def show_method() -> bool:
-    return bool(settings.value("show-method"))
-
-
 def debug_log(message) -> None:
     """Print ``message`` (a string, or a callable making one: built only when asked)
     when ``set jit-unwind debug on``."""

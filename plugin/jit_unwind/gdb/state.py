@@ -1,49 +1,27 @@
 """The core's per-stop cache for GDB's selected inferior, dropped on GDB's events."""
 
-import contextlib
-
 import gdb
 
+from ..own_files import OwnObjectFiles
 from ..session import StopCache
 from .debugger import PROCESS
 
 STATE = StopCache(PROCESS)
-
-
-# Object files we add ourselves (the JIT symbol file): they change no region.
-_OWN_OBJFILES = set()
-
-
-def ignore_objfile(path: str) -> None:
-    _OWN_OBJFILES.add(path)
+OWN_FILES = OwnObjectFiles()  # the symbol file we add: no reason to drop STATE
 
 
 def _on_new_objfile(event) -> None:
-    if getattr(event.new_objfile, "filename", None) not in _OWN_OBJFILES:
+    if OWN_FILES.changes_regions(getattr(event.new_objfile, "filename", None)):
         STATE.invalidate()
 
 
 def _on_free_objfile(event) -> None:
-    if getattr(event.objfile, "filename", None) not in _OWN_OBJFILES:
+    if OWN_FILES.changes_regions(getattr(event.objfile, "filename", None)):
         STATE.invalidate()
 
 
-# True while we remove our own symbol file: GDB then fires clear_objfiles too (13 and
-# 18, measured), which must not make the next bt read the mappings and perf map again.
-_removing_own = [False]
-
-
-@contextlib.contextmanager
-def removing_own_objfile():
-    _removing_own[0] = True
-    try:
-        yield
-    finally:
-        _removing_own[0] = False
-
-
 def _on_clear_objfiles(*_args) -> None:
-    if not _removing_own[0]:
+    if not OWN_FILES.removing:
         STATE.invalidate()
 
 

@@ -11,32 +11,21 @@ cache, which must not happen while GDB is building or printing frames.
 
 import gdb
 
+from .. import settings
 from ..symfile import SymbolFiles
-from .settings import debug_log, symbol_file_enabled
-from .state import STATE, ignore_objfile, removing_own_objfile
+from .settings import debug_log
+from .state import OWN_FILES, STATE
 
 # No .eh_frame: GDB runs the plugin's unwinder before it reads one, and decoding the
 # rules of every function of a 10,000-line perf map cost more than GDB's own load.
 FILES = SymbolFiles(unwind_rules=False)
-_refreshed_for = None  # the region map the loaded file was planned from
 
 
 def refresh(*_args) -> None:
     """Load, replace or unload the symbol file for the current stop; never raises."""
-    global _refreshed_for
     try:
-        if not symbol_file_enabled() or STATE.process.pid() is None:
-            unload()
-            return
-        if FILES.loaded is None and STATE.nothing_to_name():
-            return  # as below, without reading the mappings again (a stepi's stop)
-        regions = STATE.regions()
-        if regions is _refreshed_for:  # same stop, same map: nothing can have changed
-            return
-        _refreshed_for = regions
-        if FILES.loaded is None and not STATE.may_name_jit_code():
-            return  # no runtime lookups (JIT interface, CPython) on our account
-        old, new = FILES.plan(STATE.process, STATE)
+        old, new = FILES.plan_for_stop(STATE.process, STATE,
+                                       bool(settings.value("symbol-file")))
     except Exception as error:  # never let a symbol file break a stop
         debug_log(f"symbol file: {error!r}")
         return
@@ -44,21 +33,19 @@ def refresh(*_args) -> None:
 
 
 def unload(*_args) -> None:
-    global _refreshed_for
-    _refreshed_for = None
-    _replace(FILES.discard(), None)
+    _replace(FILES.unload(), None)
 
 
 def _replace(old, new) -> None:
     if old:
         try:
-            with removing_own_objfile():
+            with OWN_FILES.removing_one():
                 gdb.execute(f'remove-symbol-file "{old}"', to_string=True)
         except gdb.error as error:  # already gone (the program space was reset)
             debug_log(f"remove-symbol-file: {error}")
         FILES.delete(old)
     if new:
-        ignore_objfile(new)
+        OWN_FILES.add(new)
         try:
             # -o 0: the file's addresses are the process's; no query, no output.
             gdb.execute(f'add-symbol-file "{new}" -o 0', to_string=True)

@@ -9,7 +9,6 @@ import gdb
 from gdb.unwinder import Unwinder
 
 from ..regions.nocfi import SOURCE as NOCFI
-from ..regions.nocfi import function_at
 from .settings import debug_log
 from .state import STATE
 
@@ -80,7 +79,6 @@ class _FrameId:
 class JitUnwinder(Unwinder):
     def __init__(self):
         super().__init__("jit-unwind")
-        self._memory = STATE.process.memory
         self._has_pc = hasattr(gdb.PendingFrame, "pc")
         self._frame_id_class = getattr(gdb.unwinder, "FrameId", None)
         # The last architecture asked about, and whether it is x86-64: GDB keeps one
@@ -113,21 +111,14 @@ class JitUnwinder(Unwinder):
         # (JIT code? code of a mapped file without CFI?).  Every program has some code
         # without CFI (libc's clone, ld.so's entry, gcc's crtstuff), so no per-process
         # flag can skip it.
-        regions = STATE.regions()
-        level = pending_frame.level()
-        innermost = level == 0
+        innermost = pending_frame.level() == 0
         lookup = pc if innermost else pc - 1
-        code = regions.code_at(lookup)
+        code = STATE.regions().code_at(lookup)
         if code is None:
             return None
-        if code.source == NOCFI:
-            return self._unwind_nocfi(pending_frame, regions, code, pc, sp, innermost)
-        regions = STATE.named_regions()
-        registered = regions.is_registered(lookup)
-        if registered and not regions.is_trace(lookup):
-            return None
-        arch = pending_frame.architecture()
-        if not self._supported(arch):
+        core = _core()
+        if core.leaves_to_debugger(STATE, code, lookup) \
+                or not self._supported(pending_frame.architecture()):
             return None
         if sp is None:
             sp = _sp(pending_frame)
@@ -140,38 +131,17 @@ class JitUnwinder(Unwinder):
             read[name] = (value, number)
             return number
 
-        result = _core().unwind_jit_code(pc, sp, self._memory, regions, read_register,
-                                         innermost, STATE.process.function_start,
-                                         registered, _stale_frames)
-        if result is None:  # registered code: GDB's rules stand where ours are not exact
+        result = core.unwind_code(STATE, code, pc, sp, read_register, innermost,
+                                  _stale_frames)
+        if code.source == NOCFI:
+            debug_log(lambda: f"frame #{pending_frame.level()} pc={pc:#x} sp={sp:#x} "
+                              f"(no CFI in {code.name}): {result or 'left to GDB'}")
+        elif result is not None:
+            debug_log(lambda: f"frame #{pending_frame.level()} pc={pc:#x} sp={sp:#x}: "
+                              f"{result}")
+        if result is None:  # GDB's rules stand where ours are not exact
             return None
-        STATE.record(pc, sp, result)
-        debug_log(lambda: f"frame #{level} pc={pc:#x} sp={sp:#x}: {result}")
-
         return self._unwind_info(pending_frame, result, sp, pc, read)
-
-    def _unwind_nocfi(self, pending_frame, regions, nocfi, pc, sp, innermost):
-        """A frame in a mapped file's code without CFI: our exact strategies, else
-        None and GDB's own heuristics, as without us."""
-        arch = pending_frame.architecture()
-        if not self._supported(arch):
-            return None
-        if sp is None:
-            sp = _sp(pending_frame)
-
-        def read_register(name):
-            return int(pending_frame.read_register(name))
-
-        lookup = pc if innermost else pc - 1
-        result = _core().unwind_nocfi_code(pc, sp, self._memory, regions, read_register,
-                                           innermost, STATE.process.function_start,
-                                           function_at(nocfi, lookup))
-        debug_log(lambda: f"frame #{pending_frame.level()} pc={pc:#x} sp={sp:#x} "
-                          f"(no CFI in {nocfi.name}): {result or 'left to GDB'}")
-        if result is None:
-            return None
-        STATE.record(pc, sp, result)
-        return self._unwind_info(pending_frame, result, sp, pc, {})
 
     def _unwind_info(self, pending_frame, result, sp, pc, read):
         """``read``: name -> (gdb.Value, int) of the registers the strategies read."""

@@ -1,5 +1,6 @@
-"""Parse /proc/PID/maps text into mappings."""
+"""Parse /proc/PID/maps text (and GDB's ``info proc mappings``) into mappings."""
 
+import re
 from typing import List
 
 from ..model import Mapping
@@ -19,6 +20,26 @@ def parse_proc_maps(text: str) -> List[Mapping]:
                                     int(fields[2], 16)))
         except ValueError:
             continue
+    return mappings
+
+
+_PERMS = re.compile(r"[r-][w-][x-][ps]")
+
+
+def parse_info_proc_mappings(text: str) -> List[Mapping]:
+    """Turn GDB's ``info proc mappings`` (start, end, size, offset, perms, file; a
+    core's lines too) into :class:`Mapping` objects; lines without perms are skipped."""
+    mappings = []
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) >= 5 and fields[0].startswith("0x") and fields[1].startswith("0x"):
+            if not _PERMS.fullmatch(fields[4]):
+                continue
+            try:
+                mappings.append(Mapping(int(fields[0], 16), int(fields[1], 16), fields[4],
+                                        " ".join(fields[5:]), int(fields[3], 16)))
+            except ValueError:
+                continue
     return mappings
 
 

@@ -37,6 +37,31 @@ class SymbolFiles:
         self.loaded: Optional[str] = None  # the file the debugger holds now
         self._functions: Tuple[Region, ...] = ()
         self._covered: Optional[Set[Region]] = None  # built when asked
+        self._planned_for = None  # the region map of plan_for_stop's last plan
+
+    def plan_for_stop(self, process, cache, enabled: bool
+                      ) -> Tuple[Optional[str], Optional[str]]:
+        """:meth:`plan` at a safe point of a stop, only when it can change something:
+        with the setting off (``enabled``) or no process the loaded file goes; without
+        a loaded file nothing is planned while nothing can be named (no runtime lookups
+        on our account); one region map is planned for once (a stop, a prompt, a
+        command: the same regions)."""
+        if not enabled or process.pid() is None:
+            return self.unload(), None
+        if self.loaded is None and cache.nothing_to_name():
+            return None, None  # as below, without reading the mappings (a stepi's stop)
+        regions = cache.regions()
+        if regions is self._planned_for:
+            return None, None
+        self._planned_for = regions
+        if self.loaded is None and not cache.may_name_jit_code():
+            return None, None
+        return self.plan(process, cache)
+
+    def unload(self) -> Optional[str]:
+        """:meth:`discard`, and plan again at the next stop (the process exited)."""
+        self._planned_for = None
+        return self.discard()
 
     def plan(self, process, cache) -> Tuple[Optional[str], Optional[str]]:
         """(file to unload, file to load) for this stop of ``process`` (a

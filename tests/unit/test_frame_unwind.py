@@ -1,0 +1,52 @@
+"""What GDB's unwinder asks the core about one frame (frame_unwind.leaves_to_debugger,
+unwind_code), over a fake process: no debugger."""
+
+from jit_unwind.frame_unwind import leaves_to_debugger, unwind_code
+from jit_unwind.model import Region
+from jit_unwind.session import StopCache
+
+from .test_session import JIT_START, LIB_START, STACK, FakeProcess
+
+JIT_PC = JIT_START + 0x10
+
+
+def test_our_unwind_of_jit_code_is_recorded_for_bt():
+    """Unreadable code and stack: no strategy finds a caller, and the walk's end (with
+    its reason) is what bt marks."""
+    cache = StopCache(FakeProcess())
+    code = cache.regions().code_at(JIT_PC)
+    assert code is not None and not leaves_to_debugger(cache, code, JIT_PC)
+    registers = {"rbp": STACK + 0x100, "rsp": STACK + 0xF0, "rip": JIT_PC}
+    result = unwind_code(cache, code, JIT_PC, STACK + 0xF0, registers.__getitem__,
+                         True, lambda: None)
+    assert result is not None and result.ends_walk and result.stop_reason
+    assert cache.unwound_at(JIT_PC, lambda: STACK + 0xF0) is result
+    assert JIT_PC in cache.unwound_pcs
+
+
+class _Named:
+    def __init__(self, registered, trace):
+        self._registered, self._trace = registered, trace
+
+    def is_registered(self, _address):
+        return self._registered
+
+    def is_trace(self, _address):
+        return self._trace
+
+
+class _Cache:
+    def __init__(self, named):
+        self._named = named
+
+    def named_regions(self):
+        return self._named
+
+
+def test_registered_code_is_the_debuggers_unless_it_is_a_trace():
+    jit = Region(JIT_START, JIT_START + 0x100, "perf-map", "f")
+    assert leaves_to_debugger(_Cache(_Named(True, False)), jit, JIT_PC)
+    assert not leaves_to_debugger(_Cache(_Named(True, True)), jit, JIT_PC)
+    assert not leaves_to_debugger(_Cache(_Named(False, False)), jit, JIT_PC)
+    nocfi = Region(LIB_START, LIB_START + 0x100, "no-cfi", "clone")
+    assert not leaves_to_debugger(_Cache(None), nocfi, LIB_START)
