@@ -23,6 +23,7 @@ from ..regions import Mapping
 from ..session import StopCache
 from ..stack import MAX_FRAMES, ends_backtrace
 from ..thread_walk import Step, ThreadWalk
+from ..walk_frames import WalkFrame, walk_frames
 from .memory import LldbMemory
 from .settings import debug_log
 
@@ -111,19 +112,16 @@ def walk_thread(cache: StopCache, sbframes, past_native_end: bool = False) -> Li
 
 
 class LldbFrame(Frame):
-    """One native frame: an LLDB frame (``sbframe``), or one the walk found (``pc``,
-    ``sp``, registers, and the name and source LLDB's symbols give at pc - 1)."""
+    """One frame of the thread (``record``, the core's ``walk_frames``): an LLDB frame
+    (``sbframe``), or one the walk found (its step's pc, sp and registers, and the name
+    and source LLDB's symbols give at pc - 1)."""
 
-    def __init__(self, level: int, step: Step, sbframe=None, pc: Optional[int] = None,
-                 name: Optional[str] = None, source=None, frames=None):
+    def __init__(self, level: int, record: WalkFrame, sbframe=None, frames=None):
         self._level = level
-        self.step = step
+        self.record = record
+        self.step = record.step
         self.sbframe = sbframe
-        self._pc = pc
-        self._name = name
-        self._source = source
         self._frames = frames  # the thread's list, for older()
-        self.end_reason = ""  # why the walk ended after this frame (the last one)
 
     @property
     def level(self) -> int:
@@ -131,9 +129,9 @@ class LldbFrame(Frame):
 
     def pc(self) -> int:
         if self.sbframe is None:
-            if self._pc is None:
+            if self.step.pc is None:
                 raise DebuggerError("PC not available")
-            return self._pc
+            return self.step.pc
         # The concrete frame's pc: LLDB gives a frame holding inlined code the start of
         # the inlined block; GDB (and the registers) the return address.  A tail-call
         # frame LLDB made from call-site information has its own pc and no registers.
@@ -153,7 +151,7 @@ class LldbFrame(Frame):
 
     def function_name(self) -> Optional[str]:
         if self.sbframe is None:
-            return self._name
+            return self.record.name
         try:
             if not self.sbframe.IsInlined():
                 name = function_name(self.sbframe.GetFunction())
@@ -165,7 +163,7 @@ class LldbFrame(Frame):
 
     def source(self):
         if self.sbframe is None:
-            return self._source
+            return self.record.source
         return _line_of(self.sbframe.GetLineEntry())
 
     def register(self, name: str) -> Optional[int]:
@@ -189,7 +187,7 @@ class LldbFrame(Frame):
         return frames[index] if index < len(frames) else None
 
     def stop_reason(self) -> str:
-        return self.end_reason
+        return self.record.end_reason
 
 
 def _inline_chain(target: "lldb.SBTarget", pc: int):
@@ -276,28 +274,12 @@ def _symbolised(target: "lldb.SBTarget", pc: int) -> List[Tuple[Optional[str], o
 
 
 def build_frames(target, steps: List[Step], sbframe_of) -> List[LldbFrame]:
-    """The thread's native frames from its walk: ``sbframe_of(step)`` is the LLDB frame of
-    an input step.  A note ending the walk becomes the last frame's ``end_reason``."""
+    """The thread's frames from its walk: ``sbframe_of(step)`` is the LLDB frame of an
+    input step."""
     frames: List[LldbFrame] = []
-    symbolised: Dict[int, list] = {}
-    for step in steps:
-        if len(frames) >= MAX_FRAMES:
-            break
-        if step.pc is None and step.index is None:  # a note
-            if frames:
-                frames[-1].end_reason = step.note
-            continue
-        if step.index is not None:
-            frames.append(LldbFrame(len(frames), step, sbframe=sbframe_of(step),
-                                    frames=frames))
-        elif step.jit:
-            frames.append(LldbFrame(len(frames), step, pc=step.pc, frames=frames))
-        else:
-            if step.pc not in symbolised:  # a stack through JIT code repeats a few
-                symbolised[step.pc] = _symbolised(target, step.pc)
-            for name, source in symbolised[step.pc]:
-                frames.append(LldbFrame(len(frames), step, pc=step.pc, name=name,
-                                        source=source, frames=frames))
+    for record in walk_frames(steps, lambda pc: _symbolised(target, pc)):
+        sbframe = sbframe_of(record.step) if record.step.index is not None else None
+        frames.append(LldbFrame(len(frames), record, sbframe, frames))
     return frames
 
 
