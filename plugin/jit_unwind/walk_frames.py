@@ -36,6 +36,37 @@ class WalkFrame:
     end_reason: str = ""
 
 
+# What a frame provider records for a thread whose frames it left as the debugger
+# made them.
+PASSTHROUGH = "lldb-frames"
+
+
+def provider_walk_key(thread_id: int) -> tuple:
+    """Where a frame provider keeps a thread's walk in the StopCache (per_stop)."""
+    return ("lldb-walk", thread_id)
+
+
+def thread_steps(cache: StopCache, thread_id: int,
+                 run_provider: Optional[Callable[[], object]],
+                 input_count: Callable[[], int],
+                 fresh_walk: Callable[[], List[Step]]) -> Tuple[List[Step], bool]:
+    """This stop's walk of a thread, and whether its steps index the thread's own
+    frames (else: the provider's output frames, by ``position``).  The provider's walk
+    when it made one (``run_provider()``, where there is one, makes it walk now); its
+    ``input_count()`` frames as they are where it kept the debugger's; else (no provider
+    ran: LLDB 19, or a stack listed before it was on) ``fresh_walk()``."""
+    key = provider_walk_key(thread_id)
+    walk = cache.known(key)
+    if walk is None and run_provider is not None:
+        run_provider()
+        walk = cache.known(key)
+    if walk is None:
+        return fresh_walk(), True
+    if walk is PASSTHROUGH:
+        return [Step(index=i) for i in range(min(input_count(), MAX_FRAMES))], True
+    return walk, False
+
+
 def walk_frames(steps: Sequence[Step], symbolise: Symbolise) -> List[WalkFrame]:
     """The frames of a walk, at most MAX_FRAMES; ``symbolise`` is asked once per pc (a
     stack through JIT code repeats a few)."""

@@ -8,8 +8,9 @@ from jit_unwind.frame_label import Label
 from jit_unwind.model import PyFrame, PyThread
 from jit_unwind.session import StopCache
 from jit_unwind.thread_walk import Step
-from jit_unwind.walk_frames import (BY_PC, INPUT, NAMED, NATIVE, Shown, python_below,
-                                    shown_frames, walk_frames)
+from jit_unwind.walk_frames import (BY_PC, INPUT, NAMED, NATIVE, PASSTHROUGH, Shown,
+                                    provider_walk_key, python_below, shown_frames,
+                                    thread_steps, walk_frames)
 
 from .test_thread_walk import HELPER_RET, JIT_RET, MAIN_RET, STACK, FakeProcess
 
@@ -137,3 +138,28 @@ def test_shown_frames_leave_named_jit_code_in_the_symbol_file_to_lldb(monkeypatc
         Shown(NAMED, pc=JIT_RET, name="py::f [guess: found by stack scan]")]
     unnamed = Label(f"[jit {JIT_RET:#x}]")  # our own name, even in the module
     assert shown(unnamed, True) == [Shown(NAMED, pc=JIT_RET, name=unnamed.name)]
+
+
+def test_thread_steps_prefers_the_providers_walk():
+    cache = StopCache(FakeProcess({}))
+    fresh = [Step(index=0)]
+    ran = []
+
+    def run_provider():  # the provider walks when LLDB lists the thread's frames
+        ran.append(True)
+        cache.per_stop(provider_walk_key(7), lambda: STEPS)
+
+    assert thread_steps(cache, 7, None, lambda: 3, lambda: fresh) == (fresh, True)
+    assert thread_steps(cache, 7, run_provider, lambda: 3, lambda: fresh) == (STEPS, False)
+    assert thread_steps(cache, 7, run_provider, lambda: 3, lambda: fresh) == (STEPS, False)
+    assert ran == [True]  # known for the rest of the stop
+
+
+def test_thread_steps_of_a_thread_the_provider_left_alone(monkeypatch):
+    cache = StopCache(FakeProcess({}))
+    cache.per_stop(provider_walk_key(7), lambda: PASSTHROUGH)
+    steps, direct = thread_steps(cache, 7, None, lambda: 3, lambda: 1 / 0)
+    assert [step.index for step in steps] == [0, 1, 2] and direct
+    monkeypatch.setattr(module, "MAX_FRAMES", 2)
+    steps, _direct = thread_steps(cache, 7, None, lambda: 3, lambda: 1 / 0)
+    assert len(steps) == 2

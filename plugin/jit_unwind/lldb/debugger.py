@@ -23,7 +23,7 @@ from ..regions import Mapping
 from ..session import StopCache
 from ..stack import MAX_FRAMES, ends_backtrace
 from ..thread_walk import Step, ThreadWalk
-from ..walk_frames import WalkFrame, walk_frames
+from ..walk_frames import WalkFrame, thread_steps, walk_frames
 from .memory import LldbMemory
 from .settings import debug_log
 
@@ -69,11 +69,6 @@ def function_name(function: "lldb.SBFunction") -> Optional[str]:
 def _load_address(address: "lldb.SBAddress", target: "lldb.SBTarget") -> Optional[int]:
     load = address.GetLoadAddress(target)
     return load if load != lldb.LLDB_INVALID_ADDRESS else None
-
-
-def provider_walk_key(thread_id: int) -> tuple:
-    """Where the frame provider keeps a thread's walk in the StopCache (per_stop)."""
-    return ("lldb-walk", thread_id)
 
 
 class InputFrame(Frame):
@@ -294,27 +289,17 @@ class LldbThread(Thread):
         self.name = None if process.connection() in ("core", "minidump") else (
             thread.GetName() or None)
 
-    def steps(self, cache: StopCache) -> Tuple[List[Step], bool]:
-        """This stop's walk of the thread, and whether its input frames are the thread's
-        frames (else: the provider's output frames, by ``position``)."""
-        key = provider_walk_key(self.native_id)
-        walk = cache.known(key)
-        if walk is None and hasattr(lldb.SBTarget, "RegisterScriptedFrameProvider"):
-            self.inner.GetNumFrames()  # the frame provider, when on, walks now
-            walk = cache.known(key)
-        if walk is not None:
-            return walk, False
-        # No provider ran (LLDB 19, or a stack listed before it was on): LLDB's frames.
-        count = min(self.inner.GetNumFrames(), MAX_FRAMES)
-        inputs = [self.inner.GetFrameAtIndex(i) for i in range(count)]
-        past_end = not hasattr(lldb.SBTarget, "RegisterScriptedFrameProvider")
-        return walk_thread(cache, inputs, past_native_end=past_end), True
-
     def frames(self, cache: StopCache) -> List[LldbFrame]:
-        steps, direct = self.steps(cache)
-        if steps is PASSTHROUGH:  # the provider kept LLDB's frames as they are
+        providers = hasattr(lldb.SBTarget, "RegisterScriptedFrameProvider")
+
+        def inputs():
             count = min(self.inner.GetNumFrames(), MAX_FRAMES)
-            steps, direct = [Step(index=i) for i in range(count)], True
+            return [self.inner.GetFrameAtIndex(i) for i in range(count)]
+
+        steps, direct = thread_steps(
+            cache, self.native_id, self.inner.GetNumFrames if providers else None,
+            self.inner.GetNumFrames,
+            lambda: walk_thread(cache, inputs(), past_native_end=not providers))
 
         def sbframe_of(step):
             return self.inner.GetFrameAtIndex(step.index if direct else step.position)
@@ -329,10 +314,6 @@ class LldbThread(Thread):
         if not frames:
             raise DebuggerError("No stack.")
         return frames[0]
-
-
-# What the provider records for a thread whose frames it left as LLDB made them.
-PASSTHROUGH = "lldb-frames"
 
 
 class LldbProcess(Process):

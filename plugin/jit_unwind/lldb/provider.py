@@ -21,9 +21,9 @@ from . import frame_format
 from ..decoration_gate import needs_decorating, walk_kept_inputs
 from ..frame_label import names_registered_frame
 from ..stack import MAX_FRAMES
-from ..walk_frames import BY_PC, INPUT, NAMED, python_below, shown_frames
-from .debugger import (PASSTHROUGH, build_frames, provider_walk_key,
-                       return_address_frames, symbolised_alike, walk_thread)
+from ..walk_frames import (BY_PC, INPUT, NAMED, PASSTHROUGH, provider_walk_key,
+                           python_below, shown_frames)
+from .debugger import build_frames, return_address_frames, symbolised_alike, walk_thread
 from .settings import debug_log, setting, show_method
 from .state import cache_for
 from .symfile import in_symbol_file
