@@ -9,7 +9,7 @@ frames are named and marked as every backtrace does (``frame_label.bt_label``).
 """
 
 from dataclasses import dataclass
-from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 from . import mixed
 from .debugger import Frame
@@ -115,8 +115,7 @@ NATIVE = "native"  # a native caller at return address ``pc``: LLDB's symbols at
 NAMED = "named"  # ``name`` (and ``source``) at ``pc``; no pc: a note or a Python frame
 
 
-@dataclass(frozen=True)
-class Shown:
+class Shown(NamedTuple):  # a tuple: a stack of thousands costs least to make
     kind: str
     index: Optional[int] = None
     pc: Optional[int] = None

@@ -4,8 +4,9 @@ and the Python frames each eval-loop and JIT frame runs.
 LLDB rebuilds providers at every stop, the dynamic loader's internal stops included: a
 process with no JIT code and no CPython gets LLDB's own frames at once.  Otherwise the
 thread's walk (``thread_walk.ThreadWalk``) is made once per stop and kept in the StopCache,
-where ``py-mixed-bt`` finds it; JIT frames are named and marked from what the walk
-recorded there (``stack.jit_label``), as GDB's ``bt`` names and marks them.
+where ``py-mixed-bt`` finds it.  What each step shows (``walk_frames.shown_frames``:
+JIT frames named and marked as GDB's ``bt`` names and marks them, Python frames under
+the frames that run them) is the core's; this module makes LLDB's frames of it.
 
 Synthetic frames carry a pc (or none) and a name but no register context (LLDB 23.1
 crashes on ``frame select`` of a scripted frame with one), each with its own id.
