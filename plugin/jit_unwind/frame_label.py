@@ -10,23 +10,40 @@ StopCache) so the backtraces cannot drift apart; the adapters only place the str
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 from .debugger import Frame
-from .frames import NativeFrame, marks
+from .model import NativeFrame, PyFrame
 from .naming import jit_frame_name
 from .regions import RegionMap
 from .session import StopCache
 from .stack import jit_label
-
-if TYPE_CHECKING:  # the CPython package only once a backtrace has Python frames
-    from .cpython.model import PyFrame
 
 # LLDB names a native caller itself: a guessed one is marked on the JIT frame above it.
 CALLER_GUESSED = "[its caller: guess: found by stack scan]"
 UNREADABLE = ("[its code cannot be read: a core file without it? LLDB's "
               "`process save-core --style full` keeps it]")
 PYTHON_MARK = "[py]"
+GUESS_MARK = "[guess: found by stack scan]"
+
+
+def walk_stopped(reason: str) -> str:
+    """The note on the last frame of a walk that ended early: our unwinder's reason, or
+    the debugger's own (e.g. "Cannot access memory at address 0x7ffd0000fff8")."""
+    return f"[unwind stopped: {reason}]"
+
+
+def marks(frame: NativeFrame, show_method: bool = False) -> str:
+    """What ``bt`` and ``py-mixed-bt`` print after a frame's name: a guess, how its
+    caller was found (``show_method``), why the walk ends after it."""
+    parts = []
+    if frame.guess:
+        parts.append(GUESS_MARK)
+    if show_method and frame.method:
+        parts.append(f"[via {frame.method}]")
+    if frame.stop_reason:
+        parts.append(walk_stopped(frame.stop_reason))
+    return " ".join(parts)
 
 
 @dataclass

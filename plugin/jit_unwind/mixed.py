@@ -3,9 +3,7 @@
 from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 from .merge import Merger
-from .model import MixedFrame, MixedThread, NativeFrame, PyFrame, PyThread
-
-__all__ = ["MixedFrame", "MixedThread", "interleave", "mix"]
+from .model import MixedFrame, NativeFrame, PyFrame, PyThread
 
 T = TypeVar("T")
 

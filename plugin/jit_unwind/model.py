@@ -139,11 +139,7 @@ class FrameKind(Text):
 EVAL = FrameKind.EVAL
 JIT = FrameKind.JIT
 OTHER = FrameKind.OTHER
-
-
-EVAL = FrameKind.EVAL
-JIT = FrameKind.JIT
-OTHER = FrameKind.OTHER
+EVAL_FUNCTION = "_PyEval_EvalFrameDefault"  # the eval loop's native function
 
 
 @dataclass

@@ -2,9 +2,8 @@
 
 from typing import Dict, List, Optional
 
-from .cpython.model import PyFrame
 from .frame_label import listed_label, python_line
-from .mixed import MixedFrame, MixedThread
+from .model import MixedFrame, MixedThread, PyFrame
 
 FORMAT = "jit-unwind/py-mixed-bt/1"
 

@@ -7,8 +7,7 @@ Everything here reads the per-stop cache (``session.StopCache``) the unwinder fi
 from typing import List, Optional, Tuple
 
 from .debugger import DebuggerError, Frame, Thread
-from .frames import EVAL_FUNCTION
-from .model import EVAL, JIT, OTHER, NativeFrame, Unwound
+from .model import EVAL, EVAL_FUNCTION, JIT, OTHER, NativeFrame, Unwound
 from .naming import jit_frame_name
 from .session import StopCache
 

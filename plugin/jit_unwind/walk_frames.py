@@ -13,8 +13,7 @@ from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Sequenc
 
 from . import mixed
 from .debugger import Frame
-from .frame_label import bt_label, python_name, unnamed_jit_name
-from .frames import walk_stopped
+from .frame_label import bt_label, python_name, unnamed_jit_name, walk_stopped
 from .session import StopCache
 from .stack import MAX_FRAMES, classify
 from .thread_walk import Step

@@ -1,7 +1,7 @@
 """The one frame label (bt in GDB and LLDB, lldb-19's frame-format, py-mixed-bt) and the
 one "decorate this thread?" gate, on the core's records: no debugger."""
 
-from jit_unwind.cpython.model import PyFrame
+from jit_unwind.model import PyFrame
 from jit_unwind.decoration_gate import (needs_decorating, stack_runs_jit_code,
                                         walk_kept_inputs)
 from jit_unwind.frame_label import (CALLER_GUESSED, UNREADABLE, Label, bt_label,

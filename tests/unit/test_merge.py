@@ -1,7 +1,6 @@
 """The native + Python merge on made-up stacks (the e2e tests run it on real ones)."""
 
-from jit_unwind.cpython.model import PyFrame
-from jit_unwind.frames import EVAL, JIT, OTHER, NativeFrame
+from jit_unwind.model import EVAL, JIT, OTHER, NativeFrame, PyFrame
 from jit_unwind.merge import merge
 
 

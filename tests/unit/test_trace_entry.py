@@ -1,7 +1,7 @@
 """The eval loop under a CPython JIT trace: its stale copy of the interpreter frame is
 reported unknown, the rest of what its entry shim restores is kept."""
 
-from jit_unwind.cpython.model import PyFrame, PyThread
+from jit_unwind.model import PyFrame, PyThread
 from jit_unwind.model import Unwound
 from jit_unwind.unwind.trace_entry import stale_frame_addresses, without_stale_frames
 

@@ -13,7 +13,7 @@ from .registry import STACK, Command, declare
 # The walk, the merge and the rendering are imported when the command first runs:
 # registering it (its help) should cost the debugger's start-up little.
 if TYPE_CHECKING:
-    from ..mixed import MixedThread
+    from ..model import MixedThread
 
 HELP = """Print the mixed native and Python stack of the selected thread.
 
@@ -46,7 +46,8 @@ def parser():
 
 
 def _mixed_thread(thread: Thread, cache: StopCache, python_only: bool, names) -> MixedThread:
-    from ..mixed import MixedThread, mix
+    from ..mixed import mix
+    from ..model import MixedThread
     from ..stack import walk
     try:
         python = cache.python_thread(thread.native_id)

@@ -35,7 +35,7 @@ def _load_core() -> None:
     global walk_stopped, ended_by_unwinder, bt_label, may_have_label, remember_stop
     if remember_stop is None:
         from ..frame_label import bt_label, may_have_label
-        from ..frames import walk_stopped
+        from ..frame_label import walk_stopped
         from ..stack import ended_by_unwinder, remember_stop
 
 

@@ -6,7 +6,7 @@ the full picture, and the NT_FILE note says which of them a file backs.
 """
 
 import struct
-from typing import List, Optional, Tuple
+from typing import Iterator, List, Optional, Tuple
 
 from ..file_cache import FileCache
 from ..model import Mapping
@@ -102,9 +102,8 @@ def _program_headers(handle) -> List[Tuple[int, ...]]:
     return [_PROGRAM_HEADER.unpack_from(table, index * phentsize) for index in range(phnum)]
 
 
-def _notes(data: bytes) -> Tuple[List[Tuple[int, int, str, int]], Optional[int]]:
-    files: List[Tuple[int, int, str, int]] = []
-    vdso = None
+def _note_bodies(data: bytes) -> Iterator[Tuple[int, bytes]]:
+    """(type, descriptor) of each note in a PT_NOTE segment's bytes."""
     at = 0
     while at + 12 <= len(data):
         namesz, descsz, kind = _NOTE_HEADER.unpack_from(data, at)
@@ -112,17 +111,32 @@ def _notes(data: bytes) -> Tuple[List[Tuple[int, int, str, int]], Optional[int]]
         at = desc + ((descsz + 3) & ~3)
         if at > len(data) + 3:
             break  # a note cut short
-        body = data[desc:desc + descsz]
-        if kind == NT_FILE and len(body) >= 16:
-            count, page = struct.unpack_from("<QQ", body, 0)
-            names_at = 16 + 24 * count
-            if names_at > len(body):
-                continue
-            names = body[names_at:].split(b"\0")
-            for index in range(min(count, len(names))):
-                start, end, page_offset = struct.unpack_from("<QQQ", body, 16 + 24 * index)
-                files.append((start, end, names[index].decode("utf-8", "replace"),
-                              page_offset * page))
+        yield kind, data[desc:desc + descsz]
+
+
+def _file_entries(body: bytes) -> List[Tuple[int, int, str, int]]:
+    """An NT_FILE note's (start, end, path, file offset) entries."""
+    if len(body) < 16:
+        return []
+    count, page = struct.unpack_from("<QQ", body, 0)
+    names_at = 16 + 24 * count
+    if names_at > len(body):
+        return []
+    names = body[names_at:].split(b"\0")
+    entries = []
+    for index in range(min(count, len(names))):
+        start, end, page_offset = struct.unpack_from("<QQQ", body, 16 + 24 * index)
+        entries.append((start, end, names[index].decode("utf-8", "replace"),
+                        page_offset * page))
+    return entries
+
+
+def _notes(data: bytes) -> Tuple[List[Tuple[int, int, str, int]], Optional[int]]:
+    files: List[Tuple[int, int, str, int]] = []
+    vdso = None
+    for kind, body in _note_bodies(data):
+        if kind == NT_FILE:
+            files += _file_entries(body)
         elif kind == NT_AUXV:
             vdso = _auxv_value(body, AT_SYSINFO_EHDR) or vdso
     return files, vdso
@@ -195,3 +209,49 @@ def _load_segments(path: str) -> List[Tuple[int, int, int]]:
             handle.seek(0)
             return [(seg["p_offset"], seg["p_filesz"], seg["p_flags"])
                     for seg in ELFFile(handle).iter_segments() if seg["p_type"] == "PT_LOAD"]
+
+
+AT_ENTRY, AT_EXECFN = 9, 31
+ET_CORE = 4
+
+
+def core_executable(path: str) -> Optional[str]:
+    """The path of the program a core file was made of, None when the core does not say.
+
+    The file NT_FILE maps the auxv's AT_ENTRY from is the executable, by its absolute
+    path as the kernel resolved it; AT_EXECFN (the name given to execve, possibly
+    relative) is the fallback.  Raises OSError when the file cannot be read and
+    ValueError when it is not a 64-bit little-endian core file."""
+    with open(path, "rb") as handle:
+        headers = _program_headers(handle)
+        handle.seek(16)
+        if struct.unpack("<H", handle.read(2))[0] != ET_CORE:
+            raise ValueError("not a core file")
+        files: List[Tuple[int, int, str, int]] = []
+        auxv = b""
+        for kind, _flags, offset, _vaddr, _paddr, filesz, _memsz, _align in headers:
+            if kind == PT_NOTE:
+                handle.seek(offset)
+                for note, body in _note_bodies(handle.read(filesz)):
+                    if note == NT_FILE:
+                        files += _file_entries(body)
+                    elif note == NT_AUXV:
+                        auxv = body
+        entry = _auxv_value(auxv, AT_ENTRY)
+        if entry:
+            named = [name for start, end, name, _ in files if start <= entry < end]
+            if named:
+                return named[0]
+        execfn = _auxv_value(auxv, AT_EXECFN)
+        return _string_at(handle, headers, execfn) if execfn else None
+
+
+def _string_at(handle, headers, address: int) -> Optional[str]:
+    """The NUL-terminated string at ``address`` of the core's memory, None when the core
+    holds no bytes there."""
+    for kind, _flags, offset, vaddr, _paddr, filesz, _memsz, _align in headers:
+        if kind == PT_LOAD and vaddr <= address < vaddr + filesz:
+            handle.seek(offset + address - vaddr)
+            text = handle.read(min(4096, vaddr + filesz - address)).split(b"\0")[0]
+            return text.decode("utf-8", "replace") or None
+    return None

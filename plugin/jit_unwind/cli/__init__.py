@@ -1,0 +1,44 @@
+"""The ``jit-unwind`` command: drives GDB or LLDB as subprocesses with the plugin
+loaded (this package never imports a debugger).  One module per subcommand, each with
+``add_parser(subparsers)`` and ``run(options) -> exit status``."""
+
+import argparse
+import sys
+from typing import List, Optional
+
+from .errors import USAGE, CliError
+
+EPILOG = """exit status:
+  0  success
+  1  the debugger failed, or found no Python in the process
+  2  usage error: bad arguments, a core, executable or process that cannot be found"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    from . import attach, core, doctor, install, interactive
+    parser = argparse.ArgumentParser(
+        prog="jit-unwind", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Mixed Python and native stacks through JIT code, from a core file or "
+                    "a live process, with GDB or LLDB.")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for module in (core, attach, install, doctor, interactive):
+        module.add_parser(subparsers, EPILOG)
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """Run ``jit-unwind ARGV``; errors are one line on stderr and an exit status."""
+    try:
+        options = _parser().parse_args(argv)
+        return options.run(options)
+    except CliError as error:
+        print(f"jit-unwind: {error}", file=sys.stderr)
+        return error.status
+    except KeyboardInterrupt:
+        return 130
+    except OSError as error:  # a file or program that went away under us
+        print(f"jit-unwind: {error}", file=sys.stderr)
+        return USAGE
+
+
+__all__ = ["main", "CliError"]

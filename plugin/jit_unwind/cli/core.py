@@ -1,0 +1,57 @@
+"""``jit-unwind core CORE [EXECUTABLE]``: every thread's mixed stack in a core file."""
+
+import os
+import sys
+
+from ..regions.corefile import core_executable
+from .debuggers import batch_argv, find_debugger, run_batch
+from .errors import CliError
+from .stack import add_stack_options, mixed_bt_command, report
+
+
+def add_parser(subparsers, epilog: str) -> None:
+    parser = subparsers.add_parser(
+        "core", help="the mixed stack of every thread in a core file", epilog=epilog,
+        description="Print every thread's mixed native and Python stack from a core file. "
+                    "Without EXECUTABLE, the program the core names is used (said on "
+                    "stderr).")
+    parser.add_argument("core", metavar="CORE")
+    parser.add_argument("executable", metavar="EXECUTABLE", nargs="?")
+    add_stack_options(parser)
+    parser.set_defaults(run=run)
+
+
+def _readable(path: str, what: str) -> None:
+    if not os.path.isfile(path):
+        raise CliError(f"{what} {path} not found")
+    if not os.access(path, os.R_OK):
+        raise CliError(f"{what} {path} cannot be read (permission denied)")
+
+
+def find_executable(core: str) -> str:
+    """The executable the core names, checked to exist here."""
+    try:
+        named = core_executable(core)
+    except ValueError as error:
+        raise CliError(f"{core} is not an x86-64 core file: {error}") from None
+    if not named:
+        raise CliError(f"{core} does not name its executable: give it, "
+                       "jit-unwind core CORE EXECUTABLE")
+    if not os.path.isfile(named):
+        raise CliError(f"{core} was made of {named}, which is not on this machine: "
+                       "give a copy, jit-unwind core CORE EXECUTABLE")
+    return named
+
+
+def run(options) -> int:
+    _readable(options.core, "core file")
+    if options.executable:
+        _readable(options.executable, "executable")
+        executable = options.executable
+    else:
+        executable = find_executable(options.core)
+        print(f"jit-unwind: executable {executable} (named by the core)", file=sys.stderr)
+    debugger = find_debugger(options.debugger)
+    argv = batch_argv(debugger, [mixed_bt_command(options)], core=options.core,
+                      executable=executable)
+    return report(run_batch(argv, debugger), options, debugger, options.core)

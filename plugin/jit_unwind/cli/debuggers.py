@@ -1,0 +1,148 @@
+"""Which debugger to run and how: its kind (gdb or lldb), its path, and the command line
+that loads the plugin (the loaders shipped in ``jit_unwind/loaders``)."""
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Optional, Sequence
+
+from .errors import FAILED, USAGE, CliError
+
+LOADERS = Path(__file__).resolve().parent.parent / "loaders"
+GDB_LOADER = LOADERS / "gdb_init.py"
+LLDB_LOADER = LOADERS / "lldb_init.py"
+CHOICES = "gdb|gdb18|lldb|PATH"
+TIMEOUT = 600
+# Printed by the debugger just before the stack, so that its own start-up chatter
+# (core loading, threads found) stays out of what the user reads.
+MARK = "@@jit-unwind-output@@"
+END = "@@jit-unwind-end@@"  # and after it, before GDB's "detached"
+
+
+@dataclass
+class Debugger:
+    kind: str  # "gdb" or "lldb"
+    path: str
+
+
+def beside_python(name: str) -> Optional[str]:
+    """A program installed next to this Python (a venv's gdb-for-pwndbg or
+    lldb-for-pwndbg wrapper)."""
+    path = Path(sys.executable).parent / name
+    return str(path) if path.is_file() and os.access(path, os.X_OK) else None
+
+
+def find_debugger(choice: str) -> Debugger:
+    """The debugger ``--debugger CHOICE`` names; CliError when it is not installed."""
+    if choice == "gdb":
+        found = shutil.which("gdb")
+        kind = "gdb"
+    elif choice == "gdb18":
+        found = beside_python("gdb")
+        kind = "gdb"
+    elif choice == "lldb":
+        found = shutil.which("lldb") or beside_python("lldb") or shutil.which("lldb-19")
+        kind = "lldb"
+    else:
+        found = shutil.which(choice) if os.sep not in choice else (
+            choice if os.access(choice, os.X_OK) else None)
+        kind = "lldb" if "lldb" in Path(choice).name else "gdb"
+    if not found:
+        hint = {"gdb": "install it (apt-get install gdb)",
+                "gdb18": "pip install gdb-for-pwndbg into this Python's environment",
+                "lldb": "install it (apt-get install lldb-19 python3-lldb-19)"}
+        raise CliError(f"debugger {choice!r} not found: "
+                       f"{hint.get(choice, 'give the path of a gdb or lldb executable')}")
+    return Debugger(kind, found)
+
+
+def plugin_argv(debugger: Debugger) -> List[str]:
+    """The debugger's command line up to its own commands: quiet, no init file, the
+    plugin loaded."""
+    if debugger.kind == "gdb":
+        return [debugger.path, "-nx", "-q", "-iex", "set debuginfod enabled off",
+                "-iex", "set pagination off", "-iex", "set width 0",
+                "-iex", "set confirm off", "-x", str(GDB_LOADER)]
+    return [debugger.path, "--no-lldbinit", "-o", f"command script import {LLDB_LOADER}"]
+
+
+def batch_argv(debugger: Debugger, commands: Sequence[str], *, core: str = "",
+               executable: str = "", pid: int = 0) -> List[str]:
+    """Run ``commands`` on a core or attached process, the MARK echoed before them."""
+    argv = plugin_argv(debugger)
+    if debugger.kind == "gdb":
+        argv[1:1] = ["-batch"]
+        argv += ["-ex", f"echo {MARK}\\n"]
+        for command in commands:
+            argv += ["-ex", command]
+        argv += ["-ex", f"echo {END}\\n"]
+        if pid:
+            argv += ["-ex", "detach", "-p", str(pid)]
+        else:
+            argv += [executable, core]
+        return argv
+    argv[1:1] = ["-b"]
+    argv += ["-o", f"script print({MARK!r})"]
+    for command in commands:
+        argv += ["-o", command]
+    if pid:
+        argv += ["-o", "process detach", "-p", str(pid)]
+    else:
+        argv += ["-c", core, executable]
+    return argv
+
+
+def debugger_env(debugger: Debugger) -> dict:
+    """The environment to run a debugger in: a Python path meant for this Python would
+    break the debugger's own embedded one (lldb-19's, Debian GDB's)."""
+    env = dict(os.environ)
+    if debugger.kind == "lldb":
+        for name in ("PYTHONHOME", "PYTHONPATH"):
+            env.pop(name, None)
+    return env
+
+
+@dataclass
+class BatchResult:
+    output: str  # what the commands printed, after MARK
+    errors: str  # the debugger's stderr
+    status: int
+    whole: str  # stdout and stderr, for diagnosing failures
+
+
+def run_batch(argv: List[str], debugger: Debugger) -> BatchResult:
+    try:
+        result = subprocess.run(argv, capture_output=True, text=True, errors="replace",
+                                stdin=subprocess.DEVNULL, timeout=TIMEOUT,
+                                env=debugger_env(debugger))
+    except subprocess.TimeoutExpired:
+        raise CliError(f"{debugger.path} did not finish within {TIMEOUT} s", FAILED) from None
+    except OSError as error:
+        raise CliError(f"cannot run {debugger.path}: {error}", USAGE) from None
+    stdout = result.stdout
+    at = stdout.find(MARK + "\n")
+    output = stdout[at + len(MARK) + 1:] if at >= 0 else ""
+    output = output.split(END + "\n")[0]
+    if debugger.kind == "lldb":
+        output = _lldb_output(output)
+    return BatchResult(output, result.stderr, result.returncode, stdout + result.stderr)
+
+
+def _lldb_output(text: str) -> str:
+    """LLDB echoes each ``-o`` command as ``(lldb) COMMAND``: the output of the first
+    one after MARK, up to the next echo."""
+    lines = text.splitlines(keepends=True)
+    kept = []
+    started = False
+    for line in lines:
+        if line.startswith("(lldb) "):
+            if started:
+                break
+            started = True
+            continue
+        if started:
+            kept.append(line)
+    return "".join(kept)
