@@ -64,6 +64,32 @@ def test_the_adapter_keeps_no_core_logic():
     assert not gdb_modules & {"discovery", "python_runtime", "mixed_bt"}
 
 
+# Decisions the LLDB adapter leaves to the core: how Python frames interleave with
+# native ones (mixed, merge), which frames a walk's steps become and how they are named
+# and marked (walk_frames), what lldb-19's formats become (format_strings).
+LLDB_LEFT_TO_CORE = {"mixed", "merge", "stack.classify", "frame_label.bt_label",
+                     "frame_label.walk_stopped"}
+
+
+def _imported_names(path):
+    """``module`` and ``module.name`` for each ``from ..module import name``."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 2:
+            if node.module is None:
+                yield from (alias.name for alias in node.names)
+            else:
+                yield node.module
+                yield from (f"{node.module}.{alias.name}" for alias in node.names)
+
+
+def test_the_lldb_adapter_builds_frames_from_core_records():
+    """lldb/ makes LLDB's objects from walk_frames' records: it neither interleaves
+    Python frames nor labels or classifies frames itself."""
+    offenders = [f"{path}: {name}" for path in (PACKAGE / "lldb").glob("*.py")
+                 for name in _imported_names(path) if name in LLDB_LEFT_TO_CORE]
+    assert not offenders
+
+
 # What a walk decides, which the core owns: its frame limit, which registers a callee
 # keeps, whether an address follows a call.
 CORE_POLICY_NAMES = {"MAX_FRAMES", "MAX_INPUT_FRAMES", "CALLEE_SAVED"}

@@ -7,40 +7,11 @@ import shlex
 import lldb
 
 from ..commands import CommandError
+from ..commands.lldb_text import class_name, lldb_help, long_help, short_help
 from ..commands.registry import Context, Registered, for_debugger
 from .registration import ensure_provider, providers_supported, refresh_providers
 from .settings import changed
 from .state import cache_for
-
-
-def _is_item(line: str) -> bool:
-    """A line starting an item of an indented list ("  --json  ...")."""
-    return line.startswith("  ") and not line[2:3].isspace()
-
-
-def long_help(doc: str) -> str:
-    """A docstring as LLDB's help shows it well: LLDB wraps lines itself, so each
-    paragraph, and each option with its description, becomes one line."""
-    paragraphs = []
-    for paragraph in doc.strip().split("\n\n"):
-        lines = paragraph.splitlines()
-        if lines and _is_item(lines[0]):  # a list of options or settings
-            options = []
-            for line in lines:
-                if _is_item(line) or not options:
-                    options.append(line.rstrip())
-                else:
-                    options[-1] += " " + line.strip()
-            paragraphs.append("\n".join(options))
-        else:
-            paragraphs.append(" ".join(line.strip() for line in lines))
-    return "\n\n".join(paragraphs)
-
-
-def _lldb_help(text: str) -> str:
-    """The core's help, with GDB's command names as LLDB spells them."""
-    return text.replace("info jit-regions", "jit-regions").replace(
-        "GDB's JIT interface", "the GDB JIT interface")
 
 
 def _context(item: Registered, debugger, exe_ctx) -> Context:
@@ -86,10 +57,10 @@ class _Command:
         pass
 
     def get_short_help(self):
-        return _lldb_help(self.ITEM.help).strip().splitlines()[0]
+        return short_help(self.ITEM.help)
 
     def get_long_help(self):
-        return long_help(_lldb_help(self.ITEM.help))
+        return long_help(lldb_help(self.ITEM.help))
 
     def __call__(self, debugger, command, exe_ctx, result):
         try:
@@ -97,15 +68,9 @@ class _Command:
                                          _argument(self.ITEM, command))
             result.AppendMessage(text)
         except CommandError as error:
-            result.SetError(_lldb_help(str(error)))
+            result.SetError(lldb_help(str(error)))
         except Exception as error:  # never a traceback
             result.SetError(f"{self.ITEM.name}: {error}")
-
-
-def class_name(name: str) -> str:
-    """``py-mixed-bt`` -> ``PyMixedBt``: the class LLDB's ``command script add -c``
-    names for a command."""
-    return "".join(word.capitalize() for word in name.split("-"))
 
 
 def command_classes(debugger_name: str):

@@ -23,6 +23,7 @@ from ..regions import Mapping
 from ..session import StopCache
 from ..stack import MAX_FRAMES, ends_backtrace
 from ..thread_walk import Step, ThreadWalk
+from ..walk_frames import WalkFrame, thread_steps, walk_frames
 from .memory import LldbMemory
 from .settings import debug_log
 
@@ -70,11 +71,6 @@ def _load_address(address: "lldb.SBAddress", target: "lldb.SBTarget") -> Optiona
     return load if load != lldb.LLDB_INVALID_ADDRESS else None
 
 
-def provider_walk_key(thread_id: int) -> tuple:
-    """Where the frame provider keeps a thread's walk in the StopCache (per_stop)."""
-    return ("lldb-walk", thread_id)
-
-
 class InputFrame(Frame):
     """One of LLDB's own frames as the walk reads it: its pc and sp as LLDB lists them
     (a provider's input frames included), its registers, its CFA."""
@@ -111,19 +107,16 @@ def walk_thread(cache: StopCache, sbframes, past_native_end: bool = False) -> Li
 
 
 class LldbFrame(Frame):
-    """One native frame: an LLDB frame (``sbframe``), or one the walk found (``pc``,
-    ``sp``, registers, and the name and source LLDB's symbols give at pc - 1)."""
+    """One frame of the thread (``record``, the core's ``walk_frames``): an LLDB frame
+    (``sbframe``), or one the walk found (its step's pc, sp and registers, and the name
+    and source LLDB's symbols give at pc - 1)."""
 
-    def __init__(self, level: int, step: Step, sbframe=None, pc: Optional[int] = None,
-                 name: Optional[str] = None, source=None, frames=None):
+    def __init__(self, level: int, record: WalkFrame, sbframe=None, frames=None):
         self._level = level
-        self.step = step
+        self.record = record
+        self.step = record.step
         self.sbframe = sbframe
-        self._pc = pc
-        self._name = name
-        self._source = source
         self._frames = frames  # the thread's list, for older()
-        self.end_reason = ""  # why the walk ended after this frame (the last one)
 
     @property
     def level(self) -> int:
@@ -131,9 +124,9 @@ class LldbFrame(Frame):
 
     def pc(self) -> int:
         if self.sbframe is None:
-            if self._pc is None:
+            if self.step.pc is None:
                 raise DebuggerError("PC not available")
-            return self._pc
+            return self.step.pc
         # The concrete frame's pc: LLDB gives a frame holding inlined code the start of
         # the inlined block; GDB (and the registers) the return address.  A tail-call
         # frame LLDB made from call-site information has its own pc and no registers.
@@ -153,7 +146,7 @@ class LldbFrame(Frame):
 
     def function_name(self) -> Optional[str]:
         if self.sbframe is None:
-            return self._name
+            return self.record.name
         try:
             if not self.sbframe.IsInlined():
                 name = function_name(self.sbframe.GetFunction())
@@ -165,7 +158,7 @@ class LldbFrame(Frame):
 
     def source(self):
         if self.sbframe is None:
-            return self._source
+            return self.record.source
         return _line_of(self.sbframe.GetLineEntry())
 
     def register(self, name: str) -> Optional[int]:
@@ -189,7 +182,7 @@ class LldbFrame(Frame):
         return frames[index] if index < len(frames) else None
 
     def stop_reason(self) -> str:
-        return self.end_reason
+        return self.record.end_reason
 
 
 def _inline_chain(target: "lldb.SBTarget", pc: int):
@@ -276,28 +269,12 @@ def _symbolised(target: "lldb.SBTarget", pc: int) -> List[Tuple[Optional[str], o
 
 
 def build_frames(target, steps: List[Step], sbframe_of) -> List[LldbFrame]:
-    """The thread's native frames from its walk: ``sbframe_of(step)`` is the LLDB frame of
-    an input step.  A note ending the walk becomes the last frame's ``end_reason``."""
+    """The thread's frames from its walk: ``sbframe_of(step)`` is the LLDB frame of an
+    input step."""
     frames: List[LldbFrame] = []
-    symbolised: Dict[int, list] = {}
-    for step in steps:
-        if len(frames) >= MAX_FRAMES:
-            break
-        if step.pc is None and step.index is None:  # a note
-            if frames:
-                frames[-1].end_reason = step.note
-            continue
-        if step.index is not None:
-            frames.append(LldbFrame(len(frames), step, sbframe=sbframe_of(step),
-                                    frames=frames))
-        elif step.jit:
-            frames.append(LldbFrame(len(frames), step, pc=step.pc, frames=frames))
-        else:
-            if step.pc not in symbolised:  # a stack through JIT code repeats a few
-                symbolised[step.pc] = _symbolised(target, step.pc)
-            for name, source in symbolised[step.pc]:
-                frames.append(LldbFrame(len(frames), step, pc=step.pc, name=name,
-                                        source=source, frames=frames))
+    for record in walk_frames(steps, lambda pc: _symbolised(target, pc)):
+        sbframe = sbframe_of(record.step) if record.step.index is not None else None
+        frames.append(LldbFrame(len(frames), record, sbframe, frames))
     return frames
 
 
@@ -312,27 +289,17 @@ class LldbThread(Thread):
         self.name = None if process.connection() in ("core", "minidump") else (
             thread.GetName() or None)
 
-    def steps(self, cache: StopCache) -> Tuple[List[Step], bool]:
-        """This stop's walk of the thread, and whether its input frames are the thread's
-        frames (else: the provider's output frames, by ``position``)."""
-        key = provider_walk_key(self.native_id)
-        walk = cache.known(key)
-        if walk is None and hasattr(lldb.SBTarget, "RegisterScriptedFrameProvider"):
-            self.inner.GetNumFrames()  # the frame provider, when on, walks now
-            walk = cache.known(key)
-        if walk is not None:
-            return walk, False
-        # No provider ran (LLDB 19, or a stack listed before it was on): LLDB's frames.
-        count = min(self.inner.GetNumFrames(), MAX_FRAMES)
-        inputs = [self.inner.GetFrameAtIndex(i) for i in range(count)]
-        past_end = not hasattr(lldb.SBTarget, "RegisterScriptedFrameProvider")
-        return walk_thread(cache, inputs, past_native_end=past_end), True
-
     def frames(self, cache: StopCache) -> List[LldbFrame]:
-        steps, direct = self.steps(cache)
-        if steps is PASSTHROUGH:  # the provider kept LLDB's frames as they are
+        providers = hasattr(lldb.SBTarget, "RegisterScriptedFrameProvider")
+
+        def inputs():
             count = min(self.inner.GetNumFrames(), MAX_FRAMES)
-            steps, direct = [Step(index=i) for i in range(count)], True
+            return [self.inner.GetFrameAtIndex(i) for i in range(count)]
+
+        steps, direct = thread_steps(
+            cache, self.native_id, self.inner.GetNumFrames if providers else None,
+            self.inner.GetNumFrames,
+            lambda: walk_thread(cache, inputs(), past_native_end=not providers))
 
         def sbframe_of(step):
             return self.inner.GetFrameAtIndex(step.index if direct else step.position)
@@ -347,10 +314,6 @@ class LldbThread(Thread):
         if not frames:
             raise DebuggerError("No stack.")
         return frames[0]
-
-
-# What the provider records for a thread whose frames it left as LLDB made them.
-PASSTHROUGH = "lldb-frames"
 
 
 class LldbProcess(Process):

@@ -4,8 +4,9 @@ and the Python frames each eval-loop and JIT frame runs.
 LLDB rebuilds providers at every stop, the dynamic loader's internal stops included: a
 process with no JIT code and no CPython gets LLDB's own frames at once.  Otherwise the
 thread's walk (``thread_walk.ThreadWalk``) is made once per stop and kept in the StopCache,
-where ``py-mixed-bt`` finds it; JIT frames are named and marked from what the walk
-recorded there (``stack.jit_label``), as GDB's ``bt`` names and marks them.
+where ``py-mixed-bt`` finds it.  What each step shows (``walk_frames.shown_frames``:
+JIT frames named and marked as GDB's ``bt`` names and marks them, Python frames under
+the frames that run them) is the core's; this module makes LLDB's frames of it.
 
 Synthetic frames carry a pc (or none) and a name but no register context (LLDB 23.1
 crashes on ``frame select`` of a scripted frame with one), each with its own id.
@@ -17,14 +18,13 @@ import lldb
 from lldb.plugins.scripted_frame_provider import ScriptedFrameProvider
 from lldb.plugins.scripted_process import ScriptedFrame
 
-from .. import mixed
 from . import frame_format
 from ..decoration_gate import needs_decorating, walk_kept_inputs
-from ..frame_label import bt_label, names_registered_frame, python_name, unnamed_jit_name
-from ..frame_label import walk_stopped
-from ..stack import MAX_FRAMES, classify
-from .debugger import (PASSTHROUGH, build_frames, provider_walk_key,
-                       return_address_frames, symbolised_alike, walk_thread)
+from ..frame_label import names_registered_frame
+from ..stack import MAX_FRAMES
+from ..walk_frames import (BY_PC, INPUT, NAMED, PASSTHROUGH, provider_walk_key,
+                           python_below, shown_frames)
+from .debugger import build_frames, return_address_frames, symbolised_alike, walk_thread
 from .settings import debug_log, setting, show_method
 from .state import cache_for
 from .symfile import in_symbol_file
@@ -162,65 +162,30 @@ class JitFrameProvider(ScriptedFrameProvider):
             return False
 
     def _output(self, cache, steps, inputs, python: bool):
-        frames = build_frames(cache.process.target, steps, lambda step: inputs[step.index])
-        below = self._python_frames(cache, frames) if python else {}
-        frame_of = {}  # id(step) -> its (first) frame
-        for frame in frames:
-            frame_of.setdefault(id(frame.step), frame)
+        target = cache.process.target
+        frames = build_frames(target, steps, lambda step: inputs[step.index])
+        below = python_below(cache, self.thread.GetThreadID(), frames, debug_log) \
+            if python else {}
         result = []
-        contexts = {}  # return address -> its symbol contexts
-        for step in steps:
+        contexts = {}  # return address -> its symbol contexts (None: a dictionary)
+        for step, shown in shown_frames(steps, frames, cache, show_method(),
+                                        lambda pc: in_symbol_file(target, pc), below):
             step.position = len(result)
-            if step.index is not None:
-                result.append(step.index)
-            elif step.pc is None:
-                result.append(NamedFrame(self.thread, len(result), None,
-                                         walk_stopped(step.note)))
-            elif step.jit:
-                label = bt_label(frame_of[id(step)], step.pc, cache, show_method(),
-                                 unnamed_jit_name(step.pc), step.unreadable,
-                                 mark_caller_guess=True)
-                name, notes = label.name, label.marks
-                if in_symbol_file(cache.process.target, step.pc) and \
-                        not name.startswith("["):
-                    # LLDB names it from our symbol file; a ScriptedFrame there crashes
-                    # LLDB 23.1 on `image lookup -a $pc`, and LLDB shows the module's
-                    # symbol instead of a ScriptedFrame's name, marks included: the
-                    # marks ([guess…], [via…], [unwind stopped…]) follow as a pc-less
-                    # frame, as the note of a walk that ends without a frame does.
-                    result.append({"idx": len(result), "pc": step.pc})
-                    if notes:
-                        result.append(NamedFrame(self.thread, len(result), None, notes))
-                else:
-                    result.append(NamedFrame(self.thread, len(result), step.pc,
-                                             label.text()))
-            else:
-                if step.pc not in contexts:  # a stack through JIT code repeats a few
-                    target = cache.process.target
-                    contexts[step.pc] = None if symbolised_alike(target, step.pc) else \
-                        return_address_frames(target, step.pc)
-                if contexts[step.pc] is None:  # a dictionary costs LLDB less
-                    result.append({"idx": len(result), "pc": step.pc})
-                for context in contexts[step.pc] or ():
-                    result.append(NativeFrame(self.thread, len(result), step.pc, context))
-            for frame in below.get(id(step), ()):
-                result.append(NamedFrame(self.thread, len(result), None,
-                                         python_name(frame),
-                                         (frame.filename, frame.line)))
+            for item in shown:
+                if item.kind == INPUT:
+                    result.append(item.index)
+                elif item.kind == BY_PC:
+                    result.append({"idx": len(result), "pc": item.pc})
+                elif item.kind == NAMED:
+                    result.append(NamedFrame(self.thread, len(result), item.pc, item.name,
+                                             item.source))
+                else:  # a native caller: its frames as LLDB lists its own callers
+                    if item.pc not in contexts:
+                        contexts[item.pc] = None if symbolised_alike(target, item.pc) \
+                            else return_address_frames(target, item.pc)
+                    if contexts[item.pc] is None:  # a dictionary costs LLDB less
+                        result.append({"idx": len(result), "pc": item.pc})
+                    for context in contexts[item.pc] or ():
+                        result.append(NativeFrame(self.thread, len(result), item.pc,
+                                                  context))
         return result
-
-    def _python_frames(self, cache, frames):
-        """id(step) -> the Python frames the core's merge puts under its frames."""
-        try:
-            thread = cache.python_thread(self.thread.GetThreadID())
-        except Exception as error:  # Python frames are a bonus
-            debug_log(f"cannot read Python frames: {error!r}")
-            return {}
-        if thread is None or not thread.frames:
-            return {}
-        below = {}
-        for item in mixed.mix([classify(frame, cache) for frame in frames], thread):
-            if item.python:
-                step = frames[item.native.level].step
-                below.setdefault(id(step), []).extend(item.python)
-        return below

@@ -62,41 +62,25 @@ def refresh_providers(debugger: "lldb.SBDebugger") -> None:
         ensure_provider(target)
 
 
-# What runs at every stop of every target (and when a target loads modules), each
-# given the SBExecutionContext: another module adds its own with add_stop_action().
-def _refresh_symbol_file(exe_ctx) -> None:
-    from .symfile import refresh
-    refresh(exe_ctx.GetTarget())  # names JIT code outside bt too
-
-
-STOP_ACTIONS = [lambda exe_ctx: ensure_provider(exe_ctx.GetTarget()), _refresh_symbol_file]
-
-
-def add_stop_action(action) -> None:
-    """Run ``action(exe_ctx)`` at every stop (before the user sees it); it must be
-    cheap and may raise (the error is dropped)."""
-    if action not in STOP_ACTIONS:
-        STOP_ACTIONS.append(action)
-
-
-def run_stop_actions(exe_ctx) -> None:
-    for action in list(STOP_ACTIONS):
-        try:
-            action(exe_ctx)
-        except Exception:  # never disturb a stop
-            pass
-
-
 class RegisterOnStop:
-    """Stop-hook (``target stop-hook add -P``): the STOP_ACTIONS (registers the provider
-    on its target)."""
+    """Stop-hook (``target stop-hook add -P``): registers the provider on its target
+    and refreshes the target's symbol file (names JIT code outside bt too)."""
 
     def __init__(self, target, extra_args, internal_dict):
         pass
 
     def handle_stop(self, exe_ctx, stream):
-        run_stop_actions(exe_ctx)
+        for action in (ensure_provider, _refresh_symbol_file):
+            try:
+                action(exe_ctx.GetTarget())
+            except Exception:  # never disturb a stop
+                pass
         return True
+
+
+def _refresh_symbol_file(target) -> None:
+    from .symfile import refresh
+    refresh(target)
 
 
 def _listen(listener: "lldb.SBListener", stop: threading.Event):

@@ -25,10 +25,6 @@ def setting(name: str) -> bool:
     return bool(settings.value(name))
 
 
-def set_setting(name: str, value: bool) -> None:
-    settings.set_value(name, value)
-
-
 def show_method() -> bool:
     return setting("show-method")
 

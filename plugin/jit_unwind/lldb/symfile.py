@@ -9,8 +9,6 @@ With the file loaded, LLDB's own unwinder goes through the code the file has .eh
 for, and LLDB names the JIT frames inside the module from its symbols.
 """
 
-import os
-import re
 import threading
 from typing import Dict
 
@@ -20,8 +18,6 @@ from ..symfile import SymbolFiles
 from .state import cache_for
 
 TRIPLE = "x86_64-unknown-linux-gnu"
-# Our files' paths (SymbolFiles: a private jit-unwind-XXXX directory, jit-PID-N.elf).
-OUR_FILE = re.compile(r"/jit-unwind-[^/]+/jit-\d+-\d+\.elf$")
 HOOK = "jit_unwind.lldb.symfile.LoadOnStop"
 
 # Per target (GloballyUniqueID): its SymbolFiles and the module loaded from it.
@@ -62,59 +58,43 @@ def _refresh(target) -> None:
     files = _files.setdefault(key, SymbolFiles())
     process = target.GetProcess()
     if not is_enabled() or not process.IsValid() or process.GetProcessID() <= 0:
-        _replace(target, key, files, files.discard(), None)
-        return
-    cache = cache_for(process)
-    if files.loaded is None and not cache.may_name_jit_code():
-        return  # no runtime lookups (JIT interface, CPython) at every stop
-    old, new = files.plan(cache.process, cache)
-    _replace(target, key, files, old, new)
-
-
-def _replace(target, key, files, old, new) -> None:
+        old, new = files.discard(), None
+    else:
+        old, new = files.plan_stop(cache_for(process))
     if old or new:
         # LLDB's own frames change with the module (its .eh_frame and symbols): a walk
         # made from the frames before it (a core's first frame, shown before a command
         # loads the file) would index frames that are no longer those.
         _forget_walks(target)
-    if old:
-        module = _modules.pop(key, None)
-        if module is not None and module.IsValid():
-            target.RemoveModule(module)
-        files.delete(old)
-    if new:
-        _remove_saved_copies(target)
-        module = target.AddModule(new, TRIPLE, None)
-        if module is None or not module.IsValid():
-            files.failed(new)
-            return
-        error = target.SetModuleLoadAddress(module, 0)
-        if error.Fail():
-            target.RemoveModule(module)
-            files.failed(new)
-            return
-        _modules[key] = module
-        # LLDB keeps what it read: parse the symbols now and remove the file at once, as
-        # LLDB 19 exits without running Python's atexit handlers.
-        module.GetNumSymbols()
-        files.delete(new)
-        try:
-            os.rmdir(os.path.dirname(new))
-        except OSError:
-            pass
+    # LLDB keeps what it read (the symbols are parsed at once): the file goes at once,
+    # as LLDB 19 exits without running Python's atexit handlers.
+    files.swap(old, new, lambda _old: _remove_module(target, key),
+               lambda path: _add_module(target, key, files, path), keep_loaded_file=False)
 
 
-def _remove_saved_copies(target) -> None:
-    """LLDB's own cores (``process save-core``) list the modules of the session that
-    wrote them, our symbol file included; opening such a core, LLDB makes an empty
-    module for that long deleted file at the JIT code's address.  Ours replaces it."""
-    stale = []
-    for index in range(target.GetNumModules()):
-        module = target.GetModuleAtIndex(index)
-        if OUR_FILE.search(module.GetFileSpec().fullpath or ""):
-            stale.append(module)
-    for module in stale:
+def _remove_module(target, key) -> None:
+    module = _modules.pop(key, None)
+    if module is not None and module.IsValid():
         target.RemoveModule(module)
+
+
+def _add_module(target, key, files, path) -> bool:
+    """Load ``path`` at slide 0 in place of saved copies of our files: LLDB's own cores
+    (``process save-core``) list the modules of the session that wrote them, our symbol
+    file included, and LLDB makes an empty module for that long deleted file."""
+    stale = [target.GetModuleAtIndex(index) for index in range(target.GetNumModules())]
+    for module in stale:
+        if files.is_ours(module.GetFileSpec().fullpath or ""):
+            target.RemoveModule(module)
+    module = target.AddModule(path, TRIPLE, None)
+    if module is None or not module.IsValid():
+        return False
+    if target.SetModuleLoadAddress(module, 0).Fail():
+        target.RemoveModule(module)
+        return False
+    _modules[key] = module
+    module.GetNumSymbols()
+    return True
 
 
 def _forget_walks(target) -> None:

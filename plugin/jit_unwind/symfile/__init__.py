@@ -11,7 +11,8 @@ once the debugger has let go of the old file.
 
 import atexit
 import os
-from typing import Optional, Set, Tuple
+import re
+from typing import Callable, Optional, Set, Tuple
 
 from ..model import Region
 
@@ -20,6 +21,8 @@ from ..model import Region
 # load (bench/load_and_step.py).
 
 __all__ = ["SymbolFiles"]
+
+OUR_NAME = re.compile(r"jit-\d+-\d+\.elf")  # _new_path's file names
 
 
 class SymbolFiles:
@@ -99,6 +102,40 @@ class SymbolFiles:
         self.loaded = path
         self._functions = key[1]
         return old, path
+
+    def plan_stop(self, cache) -> Tuple[Optional[str], Optional[str]]:
+        """plan() at a stop of ``cache.process``: nothing to do while no file is loaded
+        and nothing may name JIT code (no runtime lookups at every stop)."""
+        if self.loaded is None and not cache.may_name_jit_code():
+            return None, None
+        return self.plan(cache.process, cache)
+
+    def swap(self, old: Optional[str], new: Optional[str], unload: Callable[[str], None],
+             load: Callable[[str], bool], keep_loaded_file: bool = True) -> None:
+        """Carry out a plan: ``unload(old)`` then delete it; ``load(new)`` (False: the
+        debugger would not), then delete it unless ``keep_loaded_file`` (a debugger
+        that read it all; its directory goes too when empty)."""
+        if old:
+            unload(old)
+            self.delete(old)
+        if not new:
+            return
+        if not load(new):
+            self.failed(new)
+        elif not keep_loaded_file:
+            self.delete(new)
+            try:
+                os.rmdir(os.path.dirname(new))
+            except OSError:
+                pass
+
+    def is_ours(self, path: str) -> bool:
+        """``path`` is a symbol file such as this class writes (this session's or an
+        earlier one's: a core saved by the debugger lists it)."""
+        directory, name = os.path.split(path)
+        directory = os.path.basename(directory)
+        return (directory.startswith(self._prefix) and len(directory) > len(self._prefix)
+                and OUR_NAME.fullmatch(name) is not None)
 
     def _new_path(self, pid: int) -> Optional[str]:
         if self._directory is None or not os.path.isdir(self._directory):

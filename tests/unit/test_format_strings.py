@@ -1,9 +1,9 @@
-"""The format strings lldb-19's bt is given (jit_unwind.lldb.frame_format): where the
+"""The format strings lldb-19's bt is given (jit_unwind.format_strings): where the
 label and the gate go in LLDB 19's own formats, and what is left alone.  The e2e test
 (tests/e2e/test_lldb19_frame_format.py) checks what lldb-19 prints with them."""
 
-from jit_unwind.lldb import frame_format  # imports the venv's lldb module
-from jit_unwind.lldb.frame_format import GATE_ENTRY, LABEL, scope_end, with_label
+from jit_unwind.format_strings import (GATE_ENTRY, LABEL, Gate, scope_end, shown_format,
+                                      with_label)
 
 # LLDB 19.1.7's defaults (`settings show frame-format` / `thread-format`, "\`" -> "`").
 FRAME = ("frame #${frame.index}: ${ansi.fg.yellow}${frame.pc}${ansi.normal}"
@@ -61,8 +61,25 @@ def test_scope_end():
 
 
 def test_gate():
-    gate = frame_format._Gate()
+    gate = Gate()
     assert gate.native(None, {}) == ""
     gate.jit = True
     assert not hasattr(gate, "native")  # LLDB drops the scope...
     assert hasattr(gate, "native")  # ...and the next frame is native unless labelled
+
+
+def test_gate_label():
+    gate = Gate()
+    assert gate.label("[jit 0x1000]") == " [jit 0x1000]"
+    assert not hasattr(gate, "native_first")  # the first gate keeps it closed...
+    assert not hasattr(gate, "native")  # ...the last one opens it again
+    assert gate.label(None) == ""
+    assert gate.native(None, {}) == ""
+    gate.jit = True
+    assert gate.label("") == "" and not gate.jit  # no name: a native frame
+
+
+def test_shown_format():
+    assert shown_format('"frame #${frame.index} \\`x"') == "frame #${frame.index} `x"
+    assert shown_format("unquoted") is None
+    assert shown_format('"') is None
