@@ -57,9 +57,7 @@ class SymbolFiles:
         if regions is self._planned_for:
             return None, None
         self._planned_for = regions
-        if self.loaded is None and not cache.may_name_jit_code():
-            return None, None
-        return self.plan(process, cache)
+        return self.plan_stop(cache, process)
 
     def unload(self) -> Optional[str]:
         """:meth:`discard`, and plan again at the next stop (the process exited)."""
@@ -103,12 +101,13 @@ class SymbolFiles:
         self._functions = key[1]
         return old, path
 
-    def plan_stop(self, cache) -> Tuple[Optional[str], Optional[str]]:
-        """plan() at a stop of ``cache.process``: nothing to do while no file is loaded
-        and nothing may name JIT code (no runtime lookups at every stop)."""
+    def plan_stop(self, cache, process=None) -> Tuple[Optional[str], Optional[str]]:
+        """plan() at a stop of ``process`` (default ``cache.process``): nothing to do
+        while no file is loaded and nothing may name JIT code (no runtime lookups at
+        every stop)."""
         if self.loaded is None and not cache.may_name_jit_code():
             return None, None
-        return self.plan(cache.process, cache)
+        return self.plan(process or cache.process, cache)
 
     def swap(self, old: Optional[str], new: Optional[str], unload: Callable[[str], None],
              load: Callable[[str], bool], keep_loaded_file: bool = True) -> None:
