@@ -2,6 +2,7 @@
 from this table (GDB: ``set/show jit-unwind NAME`` parameters; LLDB: the ``jit-unwind``
 command, commands/jit_unwind_settings.py) and reads the values here."""
 
+import os
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Tuple
 
@@ -10,6 +11,10 @@ ABOUT = "jit-unwind, which unwinds and names JIT frames."
 # The kinds of value: on/off, and a file name ("" when unset).  Another kind needs its
 # spelling in each adapter (GDB's PARAM_*, the words of LLDB's jit-unwind command).
 BOOL, PATH = "bool", "path"
+
+
+class SettingError(ValueError):
+    """A value the setting refuses (the message says why); the old value stays."""
 
 
 @dataclass(frozen=True)
@@ -28,6 +33,8 @@ class Setting:
     show_unset: str = ""  # ... when a path is unset
     maintenance: bool = False  # GDB lists it among maintenance commands
     apply: Optional[Callable[[object], None]] = None  # what a new value does in the core
+    # Why a new value is refused (a sentence), or None when it is accepted.
+    check: Optional[Callable[[object], Optional[str]]] = None
     debuggers: Tuple[str, ...] = ("gdb", "lldb")
 
     def help_for(self, debugger: str) -> str:
@@ -41,6 +48,19 @@ class Setting:
         if self.kind == PATH and not value:
             return self.show_unset
         return self.show.format(value=value)
+
+
+def _readable_file(path) -> Optional[str]:
+    """None when ``path`` is unset ("") or a file jit-unwind can read, else why not."""
+    if not path:
+        return None
+    if not os.path.exists(path):
+        return f"{path}: no such file."
+    if not os.path.isfile(path):
+        return f"{path}: not a file."
+    if not os.access(path, os.R_OK):
+        return f"{path}: not readable."
+    return None
 
 
 def _use_jitdump(path) -> None:
@@ -65,7 +85,12 @@ def value(name: str):
 
 
 def set_value(name: str, new) -> None:
-    """Set ``name`` (the adapter has checked the value) and apply it in the core."""
+    """Set ``name`` and apply it in the core.  The adapter has checked the value's kind;
+    SettingError when the setting refuses the value (the old one stays)."""
+    check = SETTINGS[name].check
+    refusal = check(new) if check is not None else None
+    if refusal is not None:
+        raise SettingError(refusal)
     _values[name] = new
     apply = SETTINGS[name].apply
     if apply is not None:
@@ -159,4 +184,5 @@ the process's.  "set jit-unwind jitdump" without a path goes back to looking alo
     set_doc="Set the perf jitdump file (jit-PID.dump) jit-unwind reads.",
     show_doc="Show the perf jitdump file jit-unwind is told to read.",
     show="jit-unwind reads the jitdump file {value} first.",
-    show_unset="jit-unwind finds the jitdump file itself.", apply=_use_jitdump))
+    show_unset="jit-unwind finds the jitdump file itself.", apply=_use_jitdump,
+    check=_readable_file))

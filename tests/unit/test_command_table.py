@@ -81,7 +81,9 @@ def test_a_help_may_differ_in_a_variant_of_a_debugger():
         settings.SETTINGS["debug"].help_for("lldb")
 
 
-def test_the_lldb_settings_command_lists_and_sets(restored_settings):
+def test_the_lldb_settings_command_lists_and_sets(restored_settings, tmp_path):
+    dump = tmp_path / "x.dump"
+    dump.write_bytes(b"")
     changed = []
     context = Context(setting_changed=changed.append)
     assert jit_unwind(context, []).splitlines() == [
@@ -89,14 +91,19 @@ def test_the_lldb_settings_command_lists_and_sets(restored_settings):
         "symbol-file: on", "jitdump: auto"]
     assert jit_unwind(context, ["show-method", "on"]) == "show-method: on"
     assert settings.value("show-method") is True
-    assert jit_unwind(context, ["jitdump", "/tmp/x.dump"]) == "jitdump: /tmp/x.dump"
-    assert jitdump.user_path() == "/tmp/x.dump"  # the core's effect of the setting
+    assert jit_unwind(context, ["jitdump", str(dump)]) == f"jitdump: {dump}"
+    assert jitdump.user_path() == str(dump)  # the core's effect of the setting
+    with pytest.raises(CommandError, match=r"^jit-unwind jitdump: /nonexistent: no such "
+                                           r"file\. It stays .*x\.dump\.$"):
+        jit_unwind(context, ["jitdump", "/nonexistent"])
+    assert jitdump.user_path() == str(dump)
     assert jit_unwind(context, ["jitdump", "auto"]) == "jitdump: auto"
     assert jitdump.user_path() is None
     assert changed == ["show-method", "jitdump", "jitdump"]
     with pytest.raises(CommandError, match=r"^usage: jit-unwind \[SETTING on\|off\], "
                                            r"SETTING one of show-method, debug, "
-                                           r"python-frames, frame-format, symbol-file\."):
+                                           r"python-frames, frame-format, symbol-file, or "
+                                           r"jit-unwind jitdump PATH\|auto\."):
         jit_unwind(context, ["show-method", "maybe"])
     with pytest.raises(CommandError, match=r"^usage: jit-unwind jitdump PATH\|auto$"):
         jit_unwind(context, ["jitdump"])

@@ -6,7 +6,7 @@ import os
 from typing import List
 
 from .. import settings
-from ..settings import BOOL, PATH
+from ..settings import BOOL, PATH, SettingError
 from . import CommandError
 from .registry import STACK, Command, Context, declare
 
@@ -29,23 +29,33 @@ def help_text(debugger: str) -> str:
             "Without arguments, prints every setting and its value.\n\n" + "\n".join(lines))
 
 
+def _usage(table) -> str:
+    paths = "".join(f", or jit-unwind {name} PATH|{UNSET}"
+                    for name, s in table.items() if s.kind == PATH)
+    return ("usage: jit-unwind [SETTING on|off], SETTING one of "
+            + ", ".join(n for n, s in table.items() if s.kind == BOOL)
+            + paths + '. Try "help jit-unwind".')
+
+
 def jit_unwind(context: Context, words: List[str]) -> str:
     """Every setting and its value, or ``NAME VALUE`` set."""
     table = {s.name: s for s in settings.for_debugger("lldb")}
     if not words:
         return "\n".join(f"{name}: {_word(s)}" for name, s in table.items())
     setting = table.get(words[0])
-    if setting is not None and setting.kind == PATH:
-        if len(words) != 2:
-            raise CommandError(f"usage: jit-unwind {setting.name} PATH|{UNSET}")
-        settings.set_value(setting.name,
-                           "" if words[1] == UNSET else os.path.expanduser(words[1]))
-    elif setting is None or len(words) != 2 or words[1] not in ("on", "off"):
-        raise CommandError("usage: jit-unwind [SETTING on|off], SETTING one of "
-                           + ", ".join(n for n, s in table.items() if s.kind == BOOL)
-                           + '. Try "help jit-unwind".')
-    else:
-        settings.set_value(setting.name, words[1] == "on")
+    try:
+        if setting is not None and setting.kind == PATH:
+            if len(words) != 2:
+                raise CommandError(f"usage: jit-unwind {setting.name} PATH|{UNSET}")
+            settings.set_value(setting.name,
+                               "" if words[1] == UNSET else os.path.expanduser(words[1]))
+        elif setting is None or len(words) != 2 or words[1] not in ("on", "off"):
+            raise CommandError(_usage(table))
+        else:
+            settings.set_value(setting.name, words[1] == "on")
+    except SettingError as error:
+        raise CommandError(f"jit-unwind {setting.name}: {error} "
+                           f"It stays {_word(setting)}.") from None
     context.setting_changed(setting.name)
     return f"{setting.name}: {_word(setting)}"
 

@@ -4,7 +4,7 @@
 import gdb
 
 from .. import settings
-from ..settings import PATH, Setting
+from ..settings import PATH, Setting, SettingError
 from .state import STATE
 
 
@@ -43,7 +43,12 @@ class _Parameter(gdb.Parameter):
         self.value = setting.default
 
     def get_set_string(self):
-        settings.set_value(self.setting.name, self.value)
+        try:
+            settings.set_value(self.setting.name, self.value)
+        except SettingError as error:
+            self.value = settings.value(self.setting.name)  # GDB has stored the new one
+            raise gdb.GdbError(f"set jit-unwind {self.setting.name}: {error} "
+                               "The setting is unchanged.") from None
         after = _AFTER_SET.get(self.setting.name)
         if after is not None:
             after()

@@ -1,0 +1,50 @@
+"""Issue 19's rough edges, as a user meets them in GDB and LLDB."""
+
+import os
+
+from tests.lldb_driver import run_lldb
+from tests.support import run_gdb
+
+
+def test_gdb_refuses_a_jitdump_path_it_cannot_read(gdb, tmp_path):
+    """``set jit-unwind jitdump`` refuses a missing file, a directory and an unreadable
+    file with an error naming why, keeping the old value; ``auto`` (no path) and a
+    readable file are accepted."""
+    good = tmp_path / "jit-1.dump"
+    good.write_bytes(b"")
+    unreadable = tmp_path / "jit-2.dump"
+    unreadable.write_bytes(b"")
+    unreadable.chmod(0)
+    commands = [f"set jit-unwind jitdump {good}", "set jit-unwind jitdump /nonexistent",
+                "show jit-unwind jitdump", f"set jit-unwind jitdump {tmp_path}",
+                "show jit-unwind jitdump", "set jit-unwind jitdump", "show jit-unwind jitdump"]
+    if os.access(unreadable, os.R_OK):  # root reads it anyway
+        unreadable = None
+    else:
+        commands += [f"set jit-unwind jitdump {unreadable}", "show jit-unwind jitdump"]
+    output = run_gdb(gdb, commands)
+    assert "set jit-unwind jitdump: /nonexistent: no such file. " \
+           "The setting is unchanged." in output, output
+    assert f"set jit-unwind jitdump: {tmp_path}: not a file." in output, output
+    assert output.count(f"jit-unwind reads the jitdump file {good} first.") == 2, output
+    assert "jit-unwind finds the jitdump file itself." in output, output
+    if unreadable is not None:
+        assert f"set jit-unwind jitdump: {unreadable}: not readable." in output, output
+        assert output.rstrip().endswith("jit-unwind finds the jitdump file itself."), output
+
+
+def test_lldb_refuses_a_jitdump_path_it_cannot_read(tmp_path):
+    good = tmp_path / "jit-1.dump"
+    good.write_bytes(b"")
+    output = run_lldb([f"jit-unwind jitdump {good}", "jit-unwind jitdump /nonexistent",
+                       f"jit-unwind jitdump {tmp_path}", "jit-unwind", "jit-unwind jitdump auto",
+                       "jit-unwind", "jit-unwind jitdump on off", "jit-unwind nosuch on"])
+    assert f"jit-unwind jitdump: /nonexistent: no such file. It stays {good}." in output, \
+        output
+    assert f"jit-unwind jitdump: {tmp_path}: not a file. It stays {good}." in output, output
+    after_errors, after_auto = output.split("(lldb) jit-unwind jitdump auto\n")
+    assert f"jitdump: {good}" in after_errors.split("(lldb) jit-unwind\n")[-1], output
+    assert "jitdump: auto" in after_auto, output
+    # The usage names the path setting too.
+    assert "usage: jit-unwind jitdump PATH|auto" in after_auto, output
+    assert "or jit-unwind jitdump PATH|auto. Try" in after_auto, output
