@@ -110,14 +110,14 @@ declare(Setting(
     help={"gdb": f"""Whether backtraces say how each JIT frame's caller was found.
 
 When on, JIT frames carry a suffix such as "[via frame-pointer]" naming the strategy
-that unwound them: {_METHODS}
+jit-unwind unwound them with: {_METHODS}
 or stack-scan.
 Frames in code without call frame information that the plugin unwound (hand-written
 assembly, code built without unwind tables) carry it too, after their own name.
 Callers found by the stack scan are always marked as a guess.""",
           "lldb": "suffix each JIT frame in bt with the strategy that unwound it, e.g. "
                   f"[via frame-pointer] ({_METHODS}, stack-scan)"},
-    set_doc="Set whether backtraces show how each JIT frame was unwound.",
+    set_doc="Set whether backtraces show how jit-unwind unwound each JIT frame.",
     show="Showing how JIT frames were unwound is {value}."))
 
 declare(Setting(

@@ -59,7 +59,8 @@ def test_info_jit_regions_rejects_arguments(gdb):
     ("help info jit-regions", "List the JIT code regions of the current process."),
     ("help set jit-unwind", "Settings of jit-unwind"),
     ("help show jit-unwind", "Show settings of jit-unwind"),
-    ("help set jit-unwind show-method", "Set whether backtraces show how each JIT frame"),
+    ("help set jit-unwind show-method", "Set whether backtraces show how jit-unwind unwound "
+                                       "each JIT frame."),
     ("help set jit-unwind debug", "Set whether jit-unwind prints debugging messages."),
     ("show jit-unwind show-method", "Showing how JIT frames were unwound is off."),
 ])

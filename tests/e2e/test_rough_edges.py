@@ -48,3 +48,14 @@ def test_lldb_refuses_a_jitdump_path_it_cannot_read(tmp_path):
     # The usage names the path setting too.
     assert "usage: jit-unwind jitdump PATH|auto" in after_auto, output
     assert "or jit-unwind jitdump PATH|auto. Try" in after_auto, output
+
+
+def test_gdb_apropos_finds_every_command_and_setting(gdb):
+    output = run_gdb(gdb, ["apropos jit-unwind"])
+    listed = {line.split(" -- ")[0] for line in output.splitlines() if " -- " in line}
+    expected = {"py-mixed-bt", "info jit-regions", "set jit-unwind", "show jit-unwind"}
+    for name in ("show-method", "debug", "symbol-file", "jitdump"):
+        expected |= {f"set jit-unwind {name}", f"show jit-unwind {name}"}
+    assert expected <= listed, output
+    assert "py-mixed-bt -- Print the mixed native and Python stack of the selected " \
+           "thread." in output, output

@@ -61,6 +61,16 @@ def test_todays_commands_keep_their_names():
                                                             "py-mixed-bt"]
 
 
+def test_every_gdb_help_names_jit_unwind():
+    """GDB's "apropos jit-unwind" lists each command and setting (their first lines)."""
+    for item in for_debugger("gdb"):
+        assert "jit-unwind" in item.help, item.name
+        assert len(item.help.splitlines()[0]) < 80, item.name
+    for setting in settings.for_debugger("gdb"):
+        assert "jit-unwind" in setting.set_doc, setting.name
+        assert len(setting.set_doc) < 80, setting.name
+
+
 def test_each_debugger_has_its_settings():
     assert [s.name for s in settings.for_debugger("gdb")] == [
         "show-method", "debug", "symbol-file", "jitdump"]

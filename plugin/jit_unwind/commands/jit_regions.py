@@ -8,7 +8,7 @@ from ..render import have_tabulate, region_table
 from ..model import Region
 from ..session import StopCache
 from . import CommandError
-from .registry import STATUS, Command, declare
+from .registry import STATUS, Command, declare, provenance
 
 HELP = """List the JIT code regions of the current process.
 
@@ -84,7 +84,11 @@ def symbol_file_lines(regions, path: str, covers: Callable[[Region], bool]) -> L
     return lines
 
 
+def _help(debugger: str) -> str:
+    return HELP + provenance(debugger)
+
+
 declare(Command(
-    names={"gdb": "info jit-regions", "lldb": "jit-regions"}, help=HELP, category=STATUS,
+    names={"gdb": "info jit-regions", "lldb": "jit-regions"}, help=_help, category=STATUS,
     run=lambda context, argument: jit_regions(context.process, context.cache, argument,
                                               context.symbol_file)))

@@ -8,7 +8,7 @@ from ..debugger import Process, Thread
 from ..session import StopCache
 from .. import settings
 from . import CommandError
-from .registry import STACK, Command, declare
+from .registry import STACK, Command, declare, provenance
 
 # The walk, the merge and the rendering are imported when the command first runs:
 # registering it (its help) should cost the debugger's start-up little.
@@ -92,8 +92,12 @@ def py_mixed_bt(process: Process, cache: StopCache, argv: List[str],
     return f"note: {note}\n{text}" if note else text
 
 
+def _help(debugger: str) -> str:
+    return HELP + provenance(debugger)
+
+
 declare(Command(
-    names={"gdb": "py-mixed-bt", "lldb": "py-mixed-bt"}, help=HELP, split=True,
+    names={"gdb": "py-mixed-bt", "lldb": "py-mixed-bt"}, help=_help, split=True,
     category=STACK,
     run=lambda context, argv: py_mixed_bt(context.process, context.cache, argv,
                                           settings.value("show-method"))))

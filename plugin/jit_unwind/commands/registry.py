@@ -51,6 +51,14 @@ class Registered:
     command: Command
 
 
+def provenance(debugger: str) -> str:
+    """The help's last paragraph naming jit-unwind and where its settings are (so that
+    GDB's "apropos jit-unwind" finds the command)."""
+    where = ('"help jit-unwind"' if debugger.startswith("lldb")
+             else '"help set jit-unwind"')
+    return f"\n\nA command of jit-unwind; its settings: {where}."
+
+
 COMMANDS: List[Command] = []
 
 
