@@ -70,8 +70,11 @@ def record_label(record: NativeFrame, show_method: bool) -> Label:
 
 def listed_label(record: NativeFrame, show_method: bool) -> Label:
     """``py-mixed-bt``'s label of a ``stack.describe`` record: always a name (the
-    frame's, else its pc in hex)."""
-    return Label(record.function, marks(record, show_method))
+    frame's, else its pc in hex and, as GDB's bt says it, the library holding it)."""
+    name = record.function
+    if record.name is None and record.library:
+        name = f"{name} in ?? () from {record.library}"
+    return Label(name, marks(record, show_method))
 
 
 def bt_label(frame: Frame, pc: int, cache: StopCache, show_method: bool,

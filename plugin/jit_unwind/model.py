@@ -149,7 +149,8 @@ class NativeFrame:
     frame, the code object its trace was made from.  ``name`` is None when neither the
     debugger nor a JIT region names it.  ``guess``: the unwinder found this frame by a
     stack scan; ``stop_reason``: the unwinder ended the walk after this frame, and why;
-    ``method``: the strategy that unwound this frame's caller."""
+    ``method``: the strategy that unwound this frame's caller; ``library``: for a frame
+    without a name, the object file holding its pc."""
 
     level: int
     kind: FrameKind = OTHER
@@ -162,6 +163,7 @@ class NativeFrame:
     guess: bool = False
     stop_reason: str = ""
     method: str = ""
+    library: Optional[str] = None
 
     @property
     def function(self) -> str:

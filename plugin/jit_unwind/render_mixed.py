@@ -68,10 +68,13 @@ def _python_json(frame: PyFrame) -> Dict:
 
 def _native_json(frame: MixedFrame) -> Dict:
     native = frame.native
-    return {"level": native.level, "kind": native.kind.value, "pc": native.pc,
+    data = {"level": native.level, "kind": native.kind.value, "pc": native.pc,
             "function": native.function, "file": native.filename, "line": native.line,
             "guess": native.guess, "stop_reason": native.stop_reason or None,
             "python": [_python_json(f) for f in frame.python]}
+    if native.name is None and native.library:
+        data["library"] = native.library
+    return data
 
 
 def to_json(threads: List[MixedThread], python_version: Optional[str],

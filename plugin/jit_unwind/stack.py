@@ -78,6 +78,26 @@ def jit_label(frame: Frame, pc: int, cache: StopCache) -> Optional[NativeFrame]:
                        method=unwound.method if unwound else "")
 
 
+# LLDB's name for a function its unwind tables found but no symbol names
+# (___lldb_unnamed_symbol_10f9, ___lldb_unnamed_symbol123 before LLDB 20).
+UNNAMED = "___lldb_unnamed_symbol"
+
+
+def library_of(address: int, cache: StopCache) -> Optional[str]:
+    """The path of the object file whose mapping holds ``address`` (a library's, the
+    program's), None for JIT code, unmapped memory or when none is known: what GDB's
+    "?? () from LIBRARY" names for a frame without a function name."""
+    try:
+        mapping = cache.regions().mapping_at(address)
+    except Exception:  # the map is a bonus here
+        mapping = None
+    if mapping is not None:
+        return mapping.path if not mapping.anonymous and mapping.path.startswith("/") \
+            else None
+    found = cache.process.file_address(address)  # no map of the address space: remote
+    return found[0] if found is not None else None
+
+
 def describe(frame: Frame, cache: StopCache) -> NativeFrame:
     """The frame as ``py-mixed-bt`` lists it: kind, name, file/line, marks.
     DebuggerError when its pc cannot be read."""
@@ -91,6 +111,10 @@ def describe(frame: Frame, cache: StopCache) -> NativeFrame:
             pass
     if native.name is None:
         native.name = frame.function_name()
+    if native.name is not None and native.name.startswith(UNNAMED):
+        native.name = None  # as GDB's "??": the same listing from both debuggers
+    if native.name is None:
+        native.library = library_of(pc if frame.level == 0 else pc - 1, cache)
     source = frame.source()
     if source is not None:
         native.filename, native.line = source

@@ -1,9 +1,18 @@
 """Issue 19's rough edges, as a user meets them in GDB and LLDB."""
 
+import json
 import os
+import subprocess
+from pathlib import Path
 
+import jsonschema
+import pytest
+
+from tests.driver import driver
 from tests.lldb_driver import run_lldb
 from tests.support import run_gdb
+
+SCHEMA = Path(__file__).resolve().parents[2] / "docs" / "py-mixed-bt.schema.json"
 
 
 def test_gdb_refuses_a_jitdump_path_it_cannot_read(gdb, tmp_path):
@@ -59,3 +68,55 @@ def test_gdb_apropos_finds_every_command_and_setting(gdb):
     assert expected <= listed, output
     assert "py-mixed-bt -- Print the mixed native and Python stack of the selected " \
            "thread." in output, output
+
+
+# A library whose function between the program's callback and its entry point has no
+# symbol once stripped (the first in .text: no exported symbol precedes it), as
+# libffi's closure trampolines: GDB's bt says "?? () from libhidden.so".
+LIBRARY = r"""
+__attribute__((noinline)) static int hidden(int (*callback)(void)) {
+    int result = callback();
+    return result + 1;
+}
+int entry(int (*callback)(void)) { return hidden(callback) * 2; }
+"""
+PROGRAM = r"""
+#include <signal.h>
+int entry(int (*callback)(void));
+__attribute__((noinline)) static int callback(void) { raise(SIGTRAP); return 1; }
+int main(void) { return entry(callback) == 4 ? 0 : 1; }
+"""
+
+
+def _build_stripped_library(tmp_path: Path) -> Path:
+    (tmp_path / "hidden.c").write_text(LIBRARY)
+    (tmp_path / "main.c").write_text(PROGRAM)
+    library = tmp_path / "libhidden.so"
+    program = tmp_path / "calls_hidden"
+    for argv in (["cc", "-shared", "-fPIC", "-O1", "-fno-omit-frame-pointer", "-o", library,
+                  tmp_path / "hidden.c"],
+                 ["strip", "--strip-all", library],
+                 ["cc", "-O1", "-g", "-o", program, tmp_path / "main.c", library,
+                  f"-Wl,-rpath,{tmp_path}"]):
+        subprocess.run([str(a) for a in argv], check=True)
+    return program
+
+
+@pytest.mark.parametrize("name", ["gdb13", "gdb18", "lldb23"])
+def test_py_mixed_bt_names_the_library_of_a_frame_without_a_name(name, tmp_path):
+    program = _build_stripped_library(tmp_path)
+    library = str(tmp_path / "libhidden.so")
+    transcript = driver(name).launch([program], ["bt", "py-mixed-bt", "py-mixed-bt --json"])
+    text = transcript.output("py-mixed-bt")
+    lines = text.splitlines()
+    at_entry = next(i for i, line in enumerate(lines) if " entry" in line)
+    # The frame between callback and entry: its pc, then GDB's "?? () from LIBRARY".
+    assert " callback" in lines[at_entry - 2], text
+    assert lines[at_entry - 1].endswith(f" in ?? () from {library}"), text
+    assert lines[at_entry - 1].split()[1].startswith("0x"), text
+    document = transcript.document("py-mixed-bt --json")
+    jsonschema.validate(document, json.loads(SCHEMA.read_text()))
+    frames = document["threads"][0]["frames"]
+    unnamed = [frame for frame in frames if frame.get("library")]
+    assert [frame["library"] for frame in unnamed] == [library], frames
+    assert unnamed[0]["function"] == hex(unnamed[0]["pc"]), frames

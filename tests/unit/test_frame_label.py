@@ -72,13 +72,17 @@ def test_lldb_marks_a_guessed_native_caller_on_the_jit_frame():
 
 def test_py_mixed_bt_label_from_describe():
     """py-mixed-bt's record says "no caller found" where our unwinder ended the walk
-    without a reason; a frame without a name shows its pc."""
+    without a reason; a frame without a name shows its pc and, as GDB's bt, the file
+    mapped there."""
     cache = _cache()
     cache.record(JIT_PC, STACK + 0x100, Unwound("none"))
     listed = listed_label(describe(FakeFrame(0, JIT_PC, STACK + 0x100), cache), True)
     assert listed.text() == (f"[jit {JIT_START:#x}+0x10] [via none] "
                              "[unwind stopped: no caller found]")
     unnamed = describe(FakeFrame(2, NATIVE_PC, STACK + 0x300), cache)
+    assert listed_label(unnamed, False).text() == \
+        f"{NATIVE_PC:#x} in ?? () from /usr/lib/libapp.so"
+    unnamed.library = None  # no file known there: the pc alone
     assert listed_label(unnamed, False).text() == f"{NATIVE_PC:#x}"
 
 
