@@ -29,7 +29,7 @@ from elftools.elf.elffile import ELFFile
 from jit_unwind import debugger
 from jit_unwind.regions import Mapping
 from jit_unwind.target import Memory, MemoryReadError
-from jit_unwind.unwind import UnwindContext, unwind_jit_frame, unwind_registered_trace
+from jit_unwind.frame_unwind import unwind_jit_code
 from jit_unwind.unwind.cfi import unwind_with_cfi
 from jit_unwind.unwind.x86_64 import starts_frame_pointer
 
@@ -419,18 +419,18 @@ class CoreFrame(debugger.Frame):
         """The GDB unwinder's calls (nothing catches here); for a ``registered`` trace,
         None where it leaves the frame to GDB's rules."""
         process = self.thread.process
-        ctx = UnwindContext(pc, sp, process.memory, regions, self.registers.get,
-                            self._level == 0, process.function_start)
-        if registered:
-            result = unwind_registered_trace(ctx)
-            if result is None:
-                return None
-        else:
-            result = unwind_jit_frame(ctx)
+        innermost = self._level == 0
+        # No stale interpreter frames are known to the model (lambda: None).
+        result = unwind_jit_code(pc, sp, process.memory, regions, self.registers.get,
+                                 innermost, process.function_start, registered,
+                                 lambda: None)
+        if result is None:
+            return None
         process.cache.record(pc, sp, result)
         if result.ends_walk:
             return Unwinding(outermost=True)  # the core says why (ended_by_unwinder)
-        caller = {} if ctx.in_trace() else {
+        in_trace = regions.is_trace(pc if innermost else pc - 1)
+        caller = {} if in_trace else {
             k: v for k, v in self.registers.items() if k in CALLEE_SAVED}
         caller.update(result.saved)
         caller["rip"], caller["rsp"] = result.caller_pc, result.caller_sp
