@@ -38,7 +38,7 @@ def init_file(kind: str) -> Path:
     return Path(home) / (".gdbinit" if kind == "gdb" else ".lldbinit")
 
 
-def _is_ours(line: str, kind: str) -> bool:
+def is_ours(line: str, kind: str) -> bool:
     return line.rstrip().endswith(_LOADER_SUFFIX[kind])
 
 
@@ -49,7 +49,7 @@ def update(kind: str, uninstall: bool) -> str:
         lines: List[str] = path.read_text().splitlines() if path.exists() else []
     except (OSError, UnicodeDecodeError) as error:
         raise CliError(f"cannot read {path}: {error}") from None
-    kept = [line for line in lines if not _is_ours(line, kind)]
+    kept = [line for line in lines if not is_ours(line, kind)]
     if uninstall:
         if len(kept) == len(lines):
             return f"{path}: no jit-unwind line"
