@@ -4,7 +4,9 @@ goes through the toy JIT's frames and ``py-mixed-bt`` exists, as in lldb-19;
 ``--uninstall`` takes the lines out of both init files.  (``--gdb``: test_cli.py.)"""
 
 import os
+import re
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -50,6 +52,8 @@ def test_install_lldb_then_plain_lldb_unwinds_jit_frames(home, tmp_path):
     result = plain_lldb(LLDB23, home, tmp_path,
                         ["b toy_stop", "run", "bt", "py-mixed-bt"],
                         [TOYJIT, "mixed", "1", "breakpoint", "--perf-map"])
+    for pid in set(re.findall(r"Process (\d+) launched", result.stdout)):
+        Path(f"/tmp/perf-{pid}.map").unlink(missing_ok=True)
     assert "Traceback" not in result.stdout + result.stderr, result
     bt = result.stdout.split("(lldb) bt\n")[1].split("(lldb) py-mixed-bt\n")[0]
     for name in ("toy::jit_fp", "toy::jit_frameless", "toy::enter_trampoline",
