@@ -8,6 +8,7 @@ as the slowest one starts."""
 import os
 import shutil
 import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -43,9 +44,10 @@ _PROBE = ("import sys, importlib.util\n"
           "        print(name, 'missing')\n")
 _APT = {"elftools": "python3-pyelftools", "tabulate": "python3-tabulate"}
 _PIP = {"elftools": "pyelftools", "tabulate": "tabulate"}
+# gdb18 and lldb are looked for beside the Python running jit-unwind: installed by it.
 _INSTALL = {"gdb": "apt-get install gdb",
-            "gdb18": "pip install gdb-for-pwndbg (into the Python running jit-unwind)",
-            "lldb": "pip install lldb-for-pwndbg (into the Python running jit-unwind)",
+            "gdb18": f"{sys.executable} -m pip install gdb-for-pwndbg",
+            "lldb": f"{sys.executable} -m pip install lldb-for-pwndbg",
             "lldb-19": "apt-get install lldb-19 python3-lldb-19"}
 MAX_LISTED = 20  # perf maps and jitdumps listed; the rest are counted
 CAP_SYS_PTRACE = 19
