@@ -17,10 +17,9 @@ import pytest
 from tests.driver import driver
 from tests.e2e.test_cli import jit_unwind
 from tests.jit_python import fixture_python
-from tests.python_expect import SCRIPTS
+from tests.locals_expect import EXPECTED, OBJECT, SCRIPT
 from tests.support import GDB_BINARIES, REPO, pyenv_python, run_gdb
 
-SCRIPT = SCRIPTS / "frame_locals.py"
 SCHEMA = json.loads((REPO / "docs" / "py-mixed-bt.schema.json").read_text())
 TEXT = "py-mixed-bt --locals"
 PYTHON_ONLY = "py-mixed-bt --python-only --locals"
@@ -33,27 +32,6 @@ INTERPRETERS = {
     "3.12": (lambda: pyenv_python("3.12.1"), {}),
     "3.14t": (lambda: fixture_python("3.14t"), {}),
 }
-OBJECT = None  # a value shown as <TYPE at 0xADDRESS>, the object's address
-# function -> [(name, kind, type, value)] as the fixture binds them
-EXPECTED = {
-    "inner": [("count", "local", "int", "3"), ("flag", "local", "bool", "True"),
-              ("data", "local", "bytes", r"b'\x00ab'"),
-              ("big", "local", "int", str(2 ** 100)),
-              ("negative", "local", "int", "-7"),
-              ("long_text", "local", "str", repr("x" * 80) + "... (500 characters)"),
-              ("widget", "local", "Widget", OBJECT), ("i", "local", "int", "10000")],
-    "outer.<locals>.closure": [("count", "local", "int", "3"),
-                               ("shared", "free", "str", "'from outer'")],
-    "outer": [("number", "local", "int", "42"), ("text", "local", "str", "'héllo'"),
-              ("items", "local", "list", OBJECT),
-              ("nothing", "local", "NoneType", "None"),
-              ("ratio", "local", "float", "2.5"),
-              ("closure", "local", "function", OBJECT),
-              ("shared", "cell", "str", "'from outer'")],
-    "<module>": [],
-}
-
-
 def python_frames(document):
     thread, = document["threads"]
     return thread["python"]

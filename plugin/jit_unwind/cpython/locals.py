@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from typing import List, Optional, Tuple
 
 from ..model import FrameLocals, LocalVariable, PyFrame, PyThread
-from ..target import JitUnwindError, Memory
+from ..target import JitUnwindError, Memory, MemoryReadError
 from .dicts import object_layout
 from .errors import LayoutError, ObjectError
 from .objects import read_bytes, read_struct, read_unicode
@@ -101,18 +101,30 @@ class LocalsReader:
         known = self._codes.get(code)
         if known is None:
             layout = self.layout
-            fields = read_struct(self.memory, code, {"names": (layout.code_names, "Q"),
-                                                     "kinds": (layout.code_kinds, "Q")})
+            try:
+                fields = read_struct(self.memory, code, {
+                    "names": (layout.code_names, "Q"), "kinds": (layout.code_kinds, "Q")})
+            except MemoryReadError:
+                raise ObjectError(f"cannot read the code object at {code:#x}") from None
             names = fields["names"]
             if not names or names % 8:
                 raise ObjectError(f"bad co_localsplusnames pointer {names:#x}")
-            count = _signed(self.memory.read_u64(names + layout.tuple_size))
-            if not 0 <= count <= 1 << 20:
-                raise ObjectError(f"co_localsplusnames has {count} items")
-            slots = min(count, MAX_SLOTS)
-            pointers = list(struct.unpack(f"<{slots}Q", self.memory.read(
-                names + layout.tuple_items, 8 * slots))) if slots else []
-            kinds = read_bytes(self.memory, layout.values.objects.base, fields["kinds"])
+            try:
+                count = _signed(self.memory.read_u64(names + layout.tuple_size))
+                if not 0 <= count <= 1 << 20:
+                    raise ObjectError(f"co_localsplusnames has {count} items")
+                slots = min(count, MAX_SLOTS)
+                pointers = list(struct.unpack(f"<{slots}Q", self.memory.read(
+                    names + layout.tuple_items, 8 * slots))) if slots else []
+            except MemoryReadError:
+                raise ObjectError(f"cannot read the names of the variables "
+                                  f"(co_localsplusnames at {names:#x})") from None
+            try:
+                kinds = read_bytes(self.memory, layout.values.objects.base,
+                                   fields["kinds"])
+            except MemoryReadError:
+                raise ObjectError(f"cannot read the kinds of the variables "
+                                  f"(co_localspluskinds at {fields['kinds']:#x})") from None
             if len(kinds) != count:
                 raise ObjectError(f"co_localspluskinds has {len(kinds)} kinds for "
                                   f"{count} names")
@@ -125,10 +137,13 @@ class LocalsReader:
             return FrameLocals(error="its code object is unreadable")
         try:
             names, kinds, slots = self._code_slots(frame.code_address)
-            data = self.memory.read(frame.address + self.layout.frame_localsplus,
-                                    8 * slots) if slots else b""
         except JitUnwindError as error:
             return FrameLocals(error=str(error))
+        start = frame.address + self.layout.frame_localsplus
+        data = self.memory.try_read(start, 8 * slots) if slots else b""
+        if data is None:
+            return FrameLocals(error=f"cannot read the frame's {slots} variables at "
+                                     f"{start:#x}")
         variables: List[LocalVariable] = []
         omitted = 0
         for index, word in enumerate(struct.unpack(f"<{slots}Q", data)):
