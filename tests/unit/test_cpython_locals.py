@@ -19,7 +19,7 @@ from jit_unwind.cpython.layout import static_layout
 from jit_unwind.cpython.locals import (MAX_LOCALS, LocalsReader, locals_layout, reader_for,
                                        with_locals)
 from jit_unwind.cpython.values import MAX_STR_CHARS, ValueReader, value_layout
-from jit_unwind.model import PyFrame
+from jit_unwind.model import PyFrame, PyThread
 from jit_unwind.target import BytesMemory, Memory
 from tests.jit_python import fixture_python
 from tests.locals_expect import EXPECTED, OBJECT, SCRIPT
@@ -290,3 +290,23 @@ def test_a_frame_without_a_code_object_says_so():
     assert reader.frame_locals(broken).error == "its code object is unreadable"
     bogus = PyFrame(frame.address, "f", "f.py", 1, False, "thread", 0x40, 0)
     assert reader.frame_locals(bogus).error == "cannot read the code object at 0x40"
+
+
+class FailingMemory(Memory):
+    """A debugger whose memory reads fail in a way nobody planned for."""
+
+    def read(self, address: int, size: int) -> bytes:
+        raise RuntimeError("the debugger went away")
+
+
+def test_a_thread_keeps_its_frames_whatever_its_variables_do():
+    heap = Heap()
+    reader, frame = frame_with(heap, [("x", LOCAL, heap.int(1))])
+    thread = PyThread(0x1000, 0, 1, 2, True, (frame,))
+    failing = LocalsReader(FailingMemory(), reader.layout)
+    shown, = with_locals(failing, thread).frames
+    assert (shown.function, shown.locals.error) == ("f", "RuntimeError: the debugger went "
+                                                         "away")
+    unsupported, = with_locals(None, thread, "no layout").frames
+    assert unsupported.locals.error == "no layout"
+    assert with_locals(reader, thread).frames[0].locals.variables[0].value == "1"

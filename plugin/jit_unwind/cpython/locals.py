@@ -204,10 +204,16 @@ def with_locals(reader: Optional[LocalsReader], thread: PyThread, reason: str = 
                 ) -> PyThread:
     """``thread`` whose frames carry their :class:`FrameLocals` (each with ``reason``
     as its error when there is no reader)."""
+    return replace(thread, frames=tuple(
+        replace(frame, locals=_frame_locals(reader, frame, reason))
+        for frame in thread.frames))
+
+
+def _frame_locals(reader: Optional[LocalsReader], frame: PyFrame, reason: str
+                  ) -> FrameLocals:
     if reader is None:
-        frames = tuple(replace(frame, locals=FrameLocals(error=reason))
-                       for frame in thread.frames)
-    else:
-        frames = tuple(replace(frame, locals=reader.frame_locals(frame))
-                       for frame in thread.frames)
-    return replace(thread, frames=frames)
+        return FrameLocals(error=reason)
+    try:
+        return reader.frame_locals(frame)
+    except Exception as error:  # variables are a bonus: never lose the stack for them
+        return FrameLocals(error=f"{type(error).__name__}: {error}")
