@@ -9,6 +9,8 @@ the JSON says; the core must give what the live process gave.
 """
 
 import json
+import subprocess
+import time
 import re
 
 import jsonschema
@@ -130,3 +132,26 @@ def test_cli_core_locals(tmp_path):
     as_json = jit_unwind("core", core, "--locals", "--json")
     assert as_json.returncode == 0, as_json
     check_document(json.loads(as_json.stdout))
+
+
+def test_cli_attach_locals():
+    """``jit-unwind attach PID --locals`` on a live CPython 3.14 sleeping in a function."""
+    script = ("import time\n"
+              "def nap(seconds):\n"
+              "    label = 'zzz'\n"
+              "    print('ready', flush=True)\n"
+              "    time.sleep(seconds)\n"
+              "nap(300)\n")
+    process = subprocess.Popen([str(fixture_python("3.14")), "-c", script],
+                               stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout.readline().strip() == "ready"
+        time.sleep(0.2)  # from print to time.sleep
+        result = jit_unwind("attach", "--locals", process.pid)
+        assert result.returncode == 0, result
+        assert dict(text_locals(result.stdout))["[py] nap (<string>:5)"] == [
+            "seconds = 300", "label = 'zzz'"], result.stdout
+        assert process.poll() is None  # detached, not killed
+    finally:
+        process.kill()
+        process.wait()
