@@ -174,6 +174,30 @@ class NativeFrame:
 
 
 @dataclass(frozen=True)
+class LocalVariable:
+    """One variable of a Python frame (``py-mixed-bt --locals``): ``kind`` is "local",
+    "cell" (a local that inner functions share) or "free" (the enclosing function's);
+    ``value`` the short text shown for it (a repr, or ``<TYPE at 0x...>``); ``type_name``
+    and ``object`` are None when the object could not be read."""
+
+    name: str
+    value: str
+    kind: str = "local"
+    type_name: Optional[str] = None
+    object: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class FrameLocals:
+    """The bound variables of a frame, in the code object's order; ``omitted`` counts
+    those past the limit; ``error`` says why none could be read."""
+
+    variables: Tuple[LocalVariable, ...] = ()
+    omitted: int = 0
+    error: str = ""
+
+
+@dataclass(frozen=True)
 class PyFrame:
     """One Python function activation: a ``_PyInterpreterFrame``.
 
@@ -198,6 +222,8 @@ class PyFrame:
     name: str = ""
     firstlineno: Optional[int] = None
     error: str = ""
+    # read only when asked for (py-mixed-bt --locals): None otherwise
+    locals: Optional[FrameLocals] = field(default=None, compare=False)
 
     @property
     def location(self) -> str:

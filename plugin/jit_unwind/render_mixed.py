@@ -3,7 +3,7 @@
 from typing import Dict, List, Optional
 
 from .frame_label import listed_label, python_line
-from .model import MixedFrame, MixedThread, PyFrame
+from .model import FrameLocals, MixedFrame, MixedThread, PyFrame
 
 FORMAT = "jit-unwind/py-mixed-bt/1"
 
@@ -22,8 +22,22 @@ def thread_heading(thread: MixedThread) -> str:
     return " ".join(parts) + ":"
 
 
-def _python_line(frame: PyFrame, indent: str) -> str:
-    return f"{indent}{python_line(frame)}"
+def _python_lines(frame: PyFrame, indent: str) -> List[str]:
+    """The frame's line, then (``--locals``) one ``name = value`` line per variable."""
+    return [f"{indent}{python_line(frame)}", *locals_lines(frame.locals, indent + "    ")]
+
+
+def locals_lines(found: Optional[FrameLocals], indent: str) -> List[str]:
+    """A frame's variables as ``py-mixed-bt --locals`` shows them (none when they were
+    not asked for)."""
+    if found is None:
+        return []
+    if found.error:
+        return [f"{indent}(locals unreadable: {found.error})"]
+    lines = [f"{indent}{variable.name} = {variable.value}" for variable in found.variables]
+    if found.omitted:
+        lines.append(f"{indent}... and {found.omitted} more")
+    return lines
 
 
 def _native_line(frame: MixedFrame, show_method: bool) -> str:
@@ -45,13 +59,15 @@ def render_text(threads: List[MixedThread], python_only: bool = False,
         lines.append(thread_heading(thread))
         if python_only:
             frames = thread.python.frames if thread.python is not None else ()
-            lines += [_python_line(f, "  ") for f in frames]
+            for f in frames:
+                lines += _python_lines(f, "  ")
             if thread.python is not None and thread.python.stop_reason:
                 lines.append(f"  (Python frames end: {thread.python.stop_reason})")
         else:
             for frame in thread.frames:
                 lines.append(_native_line(frame, show_method))
-                lines += [_python_line(f, "     ") for f in frame.python]
+                for f in frame.python:
+                    lines += _python_lines(f, "     ")
             if thread.stop_reason:
                 lines.append(f"(backtrace stopped: {thread.stop_reason})")
         lines.append("")
@@ -63,6 +79,18 @@ def _python_json(frame: PyFrame) -> Dict:
             "is_entry": frame.is_entry, "address": frame.address}
     if frame.error:
         data["error"] = frame.error
+    if frame.locals is not None:
+        data["locals"] = _locals_json(frame.locals)
+    return data
+
+
+def _locals_json(found: FrameLocals) -> Dict:
+    data = {"variables": [{"name": v.name, "kind": v.kind, "type": v.type_name,
+                           "value": v.value, "address": v.object}
+                          for v in found.variables],
+            "omitted": found.omitted}
+    if found.error:
+        data["error"] = found.error
     return data
 
 

@@ -20,6 +20,8 @@ def add_stack_options(parser) -> None:
                        help="native frames with the Python frames each one runs (default)")
     shown.add_argument("--python-only", action="store_true",
                        help="only the Python frames, like py-bt (fast: no native unwinding)")
+    parser.add_argument("--locals", action="store_true",
+                        help="each Python frame's variables, where they can be read")
     parser.add_argument("--json", action="store_true",
                         help="one JSON document (py-mixed-bt's schema, "
                              "docs/py-mixed-bt.schema.json)")
@@ -34,6 +36,8 @@ def mixed_bt_command(options) -> str:
         command += " --python-only"
     if options.json:
         command += " --json"
+    if options.locals:
+        command += " --locals"
     return command
 
 

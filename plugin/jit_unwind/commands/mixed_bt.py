@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 HELP = """Print the mixed native and Python stack of the selected thread.
 
-Usage: py-mixed-bt [--all-threads] [--json] [--python-only]
+Usage: py-mixed-bt [--all-threads] [--json] [--python-only] [--locals]
 
 Each native frame is followed by the Python frames it is running (function, file and
 line), indented and marked [py]; JIT frames are named and marked as in "bt".  In a
@@ -27,7 +27,10 @@ the program, so this works on core files too.
   --all-threads, -a   every thread, with its Python thread name and which one holds
                       the GIL (free-threaded builds: whether each one is attached)
   --json              one JSON document (schema: docs/py-mixed-bt.schema.json)
-  --python-only, -p   only the Python frames, like py-bt; fast, no native unwinding"""
+  --python-only, -p   only the Python frames, like py-bt; fast, no native unwinding
+  --locals            under each Python frame its variables, "name = value" (a short
+                      repr of None, bool, int, float, str, bytes; <TYPE at 0x...>
+                      for other objects)"""
 
 _PARSER: list = []
 
@@ -41,11 +44,13 @@ def parser():
         made.add_argument("--all-threads", "-a", action="store_true")
         made.add_argument("--json", action="store_true")
         made.add_argument("--python-only", "-p", action="store_true")
+        made.add_argument("--locals", action="store_true")
         _PARSER.append(made)
     return _PARSER[0]
 
 
-def _mixed_thread(thread: Thread, cache: StopCache, python_only: bool, names) -> MixedThread:
+def _mixed_thread(thread: Thread, cache: StopCache, python_only: bool, names,
+                  with_locals=None) -> MixedThread:
     from ..mixed import mix
     from ..model import MixedThread
     from ..stack import walk
@@ -53,12 +58,21 @@ def _mixed_thread(thread: Thread, cache: StopCache, python_only: bool, names) ->
         python = cache.python_thread(thread.native_id)
     except Exception:  # memory the runtime's structures need is unreadable: native only
         python = None
+    if python is not None and with_locals is not None:
+        python = with_locals(python)
     mixed = MixedThread(thread.number, thread.native_id, thread.name, python,
                         names.get(python.thread_id) if python is not None else None)
     if not python_only:
         natives, mixed.stop_reason = walk(thread, cache)
         mixed.frames = mix(natives, python)
     return mixed
+
+
+def _locals_adder(runtime):
+    """What gives a PyThread its frames' variables (``--locals``)."""
+    from ..cpython.locals import reader_for, with_locals
+    reader, reason = reader_for(runtime)
+    return lambda python: with_locals(reader, python, reason)
 
 
 def py_mixed_bt(process: Process, cache: StopCache, argv: List[str],
@@ -78,7 +92,8 @@ def py_mixed_bt(process: Process, cache: StopCache, argv: List[str],
             names = read_thread_names(runtime) if runtime is not None else {}
         except Exception:  # names are a bonus
             names = {}
-        mixed = [_mixed_thread(thread, cache, options.python_only, names)
+        add_locals = _locals_adder(runtime) if options.locals and runtime else None
+        mixed = [_mixed_thread(thread, cache, options.python_only, names, add_locals)
                  for thread in threads if thread is not None]
     try:
         # Without a runtime, say why (e.g. libpython is not loaded yet at `starti`).
