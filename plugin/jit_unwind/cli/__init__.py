@@ -11,7 +11,8 @@ from .errors import USAGE, CliError
 EPILOG = """exit status:
   0  success
   1  the debugger failed, or found no Python in the process
-  2  usage error: bad arguments, a core, executable or process that cannot be found"""
+  2  usage error: bad arguments, a core, executable or process that cannot be found,
+     a compressed core cut short or whose decompressor is not installed"""
 
 
 def _parser() -> argparse.ArgumentParser:
