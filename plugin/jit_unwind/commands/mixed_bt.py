@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 HELP = """Print the mixed native and Python stack of the selected thread.
 
-Usage: py-mixed-bt [--all-threads] [--json] [--python-only]
+Usage: py-mixed-bt [--all-threads] [--json] [--python-only | --native-last]
 
 Each native frame is followed by the Python frames it is running (function, file and
 line), indented and marked [py]; JIT frames are named and marked as in "bt".  In a
@@ -27,7 +27,11 @@ the program, so this works on core files too.
   --all-threads, -a   every thread, with its Python thread name and which one holds
                       the GIL (free-threaded builds: whether each one is attached)
   --json              one JSON document (schema: docs/py-mixed-bt.schema.json)
-  --python-only, -p   only the Python frames, like py-bt; fast, no native unwinding"""
+  --python-only, -p   only the Python frames, like py-bt; fast, no native unwinding
+  --native-last       every Python frame, but only the native frames below the last
+                      (innermost) one, as pystack's --native-last: what the Python
+                      code is doing in C; outer frames are listed only where they
+                      run Python frames"""
 
 _PARSER: list = []
 
@@ -40,13 +44,15 @@ def parser():
         made = Parser(prog="py-mixed-bt", add_help=False)
         made.add_argument("--all-threads", "-a", action="store_true")
         made.add_argument("--json", action="store_true")
-        made.add_argument("--python-only", "-p", action="store_true")
+        shown = made.add_mutually_exclusive_group()
+        shown.add_argument("--python-only", "-p", action="store_true")
+        shown.add_argument("--native-last", action="store_true")
         _PARSER.append(made)
     return _PARSER[0]
 
 
-def _mixed_thread(thread: Thread, cache: StopCache, python_only: bool, names) -> MixedThread:
-    from ..mixed import mix
+def _mixed_thread(thread: Thread, cache: StopCache, options, names) -> MixedThread:
+    from ..mixed import mix, native_last
     from ..model import MixedThread
     from ..stack import walk
     try:
@@ -55,9 +61,11 @@ def _mixed_thread(thread: Thread, cache: StopCache, python_only: bool, names) ->
         python = None
     mixed = MixedThread(thread.number, thread.native_id, thread.name, python,
                         names.get(python.thread_id) if python is not None else None)
-    if not python_only:
+    if not options.python_only:
         natives, mixed.stop_reason = walk(thread, cache)
         mixed.frames = mix(natives, python)
+        if options.native_last:
+            mixed.frames = native_last(mixed.frames)
     return mixed
 
 
@@ -78,7 +86,7 @@ def py_mixed_bt(process: Process, cache: StopCache, argv: List[str],
             names = read_thread_names(runtime) if runtime is not None else {}
         except Exception:  # names are a bonus
             names = {}
-        mixed = [_mixed_thread(thread, cache, options.python_only, names)
+        mixed = [_mixed_thread(thread, cache, options, names)
                  for thread in threads if thread is not None]
     try:
         # Without a runtime, say why (e.g. libpython is not loaded yet at `starti`).
