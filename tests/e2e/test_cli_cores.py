@@ -16,7 +16,9 @@ import lz4.frame
 import pytest
 import zstandard
 
-from tests.e2e.test_cli import CLI_TIMEOUT, assert_one_line_error, jit_core, jit_unwind  # noqa: F401
+from tests.driver import MIXED_JSON, driver
+from tests.e2e.test_cli import (CLI_TIMEOUT, jit_core, jit_unwind,  # noqa: F401
+                                sleeping_python)
 from tests.support import REPO
 
 # /var/lib/systemd/coredump/core.COMM.UID.BOOTID.PID.USEC.zst, COMM's dots escaped.
@@ -123,12 +125,10 @@ def _innermost_python(frames):
     return next(index for index, frame in enumerate(frames) if frame["python"])
 
 
-def test_native_last_keeps_the_native_frames_below_the_last_python_frame(jit_core):  # noqa: F811
-    python, core = jit_core
-    whole = json.loads(jit_unwind("core", "--json", core, python).stdout)
-    last = jit_unwind("core", "--json", "--native-last", core, python)
-    assert last.returncode == 0, last
-    document = json.loads(last.stdout)
+def assert_native_last(whole, document):
+    """``document`` (--native-last) is ``whole`` with the native frames outer to the
+    innermost one running Python left out, except those running Python."""
+    assert len(document["threads"]) == len(whole["threads"]) == 3
     for full, cut in zip(whole["threads"], document["threads"]):
         # every Python frame, as without the option
         assert cut["python"] == full["python"]
@@ -140,6 +140,15 @@ def test_native_last_keeps_the_native_frames_below_the_last_python_frame(jit_cor
         outer = [frame for frame in full["frames"][inner:] if frame["python"]]
         assert cut["frames"][inner:] == outer
         assert len(cut["frames"]) < len(full["frames"])
+
+
+def test_native_last_keeps_the_native_frames_below_the_last_python_frame(jit_core):  # noqa: F811
+    python, core = jit_core
+    whole = json.loads(jit_unwind("core", "--json", core, python).stdout)
+    last = jit_unwind("core", "--json", "--native-last", core, python)
+    assert last.returncode == 0, last
+    document = json.loads(last.stdout)
+    assert_native_last(whole, document)
     spinner = document["threads"][1]["frames"]
     assert "time_sleep" in [frame["function"] for frame in spinner]
     assert "thread_run" not in [frame["function"] for frame in spinner]
@@ -149,6 +158,25 @@ def test_native_last_keeps_the_native_frames_below_the_last_python_frame(jit_cor
     assert "time_sleep" in text.stdout and "[py] Thread._bootstrap (" in text.stdout
     assert "thread_run" not in text.stdout and "Py_RunMain" not in text.stdout
     assert "_PyEval_EvalFrameDefault" in text.stdout  # the frames holding [py] lines
+
+
+def test_native_last_in_lldb(jit_core):  # noqa: F811
+    """The option is py-mixed-bt's: LLDB 23 has it too."""
+    python, core = jit_core
+    command = "py-mixed-bt --json --all-threads --native-last"
+    transcript = driver("lldb23").open_core([python], core, [MIXED_JSON, command])
+    document = transcript.document(command)
+    assert_native_last(transcript.document(MIXED_JSON), document)
+    spinner = [frame["function"] for frame in document["threads"][1]["frames"]]
+    assert "time_sleep" in spinner and "thread_run" not in spinner, spinner
+
+
+def test_attach_native_last(sleeping_python):  # noqa: F811
+    result = jit_unwind("attach", "--native-last", sleeping_python.pid)
+    assert result.returncode == 0, result
+    assert "time_sleep" in result.stdout and "[py] <module> (<string>:5)" in result.stdout
+    assert "Py_RunMain" not in result.stdout, result.stdout
+    assert sleeping_python.poll() is None
 
 
 def test_native_last_and_python_only_exclude_each_other(jit_core):  # noqa: F811
@@ -201,3 +229,14 @@ def test_color_only_on_a_terminal(jit_core, debugger):  # noqa: F811
                        env={"TERM": "xterm-256color"})
     assert piped.returncode == 0 and "[jit] spin (" in piped.stdout
     assert "\x1b" not in piped.stdout + piped.stderr
+
+
+def test_core_help_lists_the_options_and_the_exit_statuses():
+    helped = jit_unwind("core", "--help")
+    assert helped.returncode == 0, helped
+    for option in ("--native-last", "--no-color", "compressed as systemd-coredump"):
+        assert option in helped.stdout
+    lines = helped.stdout.splitlines()
+    for status in ("  0  success", "  1  the debugger failed", "  2  usage error"):
+        assert any(line.startswith(status) for line in lines), helped.stdout
+    assert any("compressed core cut short" in line for line in lines)

@@ -16,7 +16,9 @@ def add_parser(subparsers, epilog: str) -> None:
         description="Print every thread's mixed native and Python stack from a core file. "
                     "Without EXECUTABLE, the program the core names is used (said on "
                     "stderr).")
-    parser.add_argument("core", metavar="CORE")
+    parser.add_argument("core", metavar="CORE",
+                        help="a core file, also compressed as systemd-coredump stores it "
+                             "(zstd, xz, lz4, gzip)")
     parser.add_argument("executable", metavar="EXECUTABLE", nargs="?")
     add_stack_options(parser)
     parser.set_defaults(run=run)
