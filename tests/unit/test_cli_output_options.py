@@ -130,3 +130,10 @@ def test_a_name_gdb_would_misread_becomes_a_plain_link(tmp_path):
     with plain_core(str(core)) as path:
         assert "\\" not in path and open(path, "rb").read() == PLAIN
     assert not (tmp_path / path).exists()
+
+
+def test_a_target_that_cannot_be_written_names_tmpdir(tmp_path):
+    packed = tmp_path / "core.xz"
+    packed.write_bytes(lzma.compress(PLAIN))
+    with pytest.raises(CliError, match="cannot decompress .* No such file.*TMPDIR"):
+        decompress(str(packed), "xz", str(tmp_path / "gone" / "core"))

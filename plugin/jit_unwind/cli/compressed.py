@@ -17,7 +17,8 @@ FORMATS: Tuple[Tuple[str, bytes, str, str], ...] = (
     ("zstd", b"\x28\xb5\x2f\xfd", "zstandard",
      "pip install zstandard, or apt-get install python3-zstandard"),
     ("xz", b"\xfd7zXZ\x00", "lzma", "a Python built with lzma"),
-    ("lz4", b"\x04\x22\x4d\x18", "lz4", "pip install lz4, or apt-get install python3-lz4"),
+    ("lz4", b"\x04\x22\x4d\x18", "lz4",
+     "pip install lz4 (the jit-unwind[lz4] extra), or apt-get install python3-lz4"),
     ("gzip", b"\x1f\x8b", "gzip", "a Python built with zlib"),
 )
 _CHUNK = 1 << 20
@@ -101,7 +102,8 @@ def decompress(path: str, name: str, target: str) -> None:
             shutil.copyfileobj(source, sink, _CHUNK)
     except OSError as error:
         if error.errno is not None:  # reading or writing a file (a full disk), not the data
-            raise CliError(f"cannot decompress {path} into {target}: {error}") from None
+            raise CliError(f"cannot decompress {path} into {target}: {error} "
+                           "(TMPDIR names another directory for it)") from None
         raise CliError(f"{path} is not a complete {name} stream: {error}") from None
     except Exception as error:  # each library's own: ZstdError, LZMAError, EOFError, ...
         raise CliError(f"{path} is not a complete {name} stream: {error}") from None
