@@ -45,3 +45,13 @@ def mix(natives: Sequence[NativeFrame], python: Optional[PyThread]) -> List[Mixe
     return [MixedFrame(native, list(frames))
             for native, frames in interleave(natives, lambda native, _index: native,
                                              python.frames)]
+
+
+def native_last(frames: Sequence[MixedFrame]) -> List[MixedFrame]:
+    """pystack's ``--native-last``: every Python frame, but of the native frames only
+    those inner to the innermost one running Python (what the last Python call is doing
+    in C), then only the frames holding Python frames.  Without Python, all of them."""
+    for index, frame in enumerate(frames):
+        if frame.python:
+            return list(frames[:index]) + [outer for outer in frames[index:] if outer.python]
+    return list(frames)

@@ -122,8 +122,11 @@ def test_unsupported_python_is_one_clear_line(gdb):
 
 
 def test_py_mixed_bt_help_and_errors(gdb):
-    output = run_gdb(gdb, ["help py-mixed-bt", "py-mixed-bt"])
-    assert "Usage: py-mixed-bt [--all-threads] [--json] [--python-only]" in output
+    output = run_gdb(gdb, ["help py-mixed-bt", "py-mixed-bt",
+                           "py-mixed-bt --python-only --native-last"])
+    assert ("Usage: py-mixed-bt [--all-threads] [--json] [--python-only | --native-last]"
+            in output)
+    assert "argument --native-last: not allowed with argument --python-only" in output
     assert "py-mixed-bt: no process: run a program or load a core file first." in output
     output = run_gdb(gdb, ["break main", "run", "py-mixed-bt --bogus"],
                      [pyenv_python("3.12.1"), RECURSE])

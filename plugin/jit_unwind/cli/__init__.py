@@ -11,18 +11,30 @@ from .errors import USAGE, CliError
 EPILOG = """exit status:
   0  success
   1  the debugger failed, or found no Python in the process
-  2  usage error: bad arguments, a core, executable or process that cannot be found"""
+  2  usage error: bad arguments, a core, executable or process that cannot be found,
+     a compressed core cut short or whose decompressor is not installed"""
+
+
+class _Formatter(argparse.HelpFormatter):
+    """Paragraphs wrapped, but a text laid out in lines (the exit statuses) kept so."""
+
+    def _fill_text(self, text, width, indent):
+        if "\n" in text:
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
 
 
 def _parser() -> argparse.ArgumentParser:
     from . import attach, core, doctor, install, interactive
     parser = argparse.ArgumentParser(
-        prog="jit-unwind", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog="jit-unwind", epilog=EPILOG, formatter_class=_Formatter,
         description="Mixed Python and native stacks through JIT code, from a core file or "
                     "a live process, with GDB or LLDB.")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in (core, attach, install, doctor, interactive):
         module.add_parser(subparsers, EPILOG)
+    for subparser in subparsers.choices.values():
+        subparser.formatter_class = _Formatter
     return parser
 
 

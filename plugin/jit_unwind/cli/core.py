@@ -5,6 +5,7 @@ import sys
 
 from ..regions.corefile import core_executable
 from .debuggers import batch_argv, find_debugger, run_batch
+from .compressed import plain_core
 from .errors import CliError
 from .stack import add_stack_options, mixed_bt_command, report
 
@@ -15,7 +16,9 @@ def add_parser(subparsers, epilog: str) -> None:
         description="Print every thread's mixed native and Python stack from a core file. "
                     "Without EXECUTABLE, the program the core names is used (said on "
                     "stderr).")
-    parser.add_argument("core", metavar="CORE")
+    parser.add_argument("core", metavar="CORE",
+                        help="a core file, also compressed as systemd-coredump stores it "
+                             "(zstd, xz, lz4, gzip)")
     parser.add_argument("executable", metavar="EXECUTABLE", nargs="?")
     add_stack_options(parser)
     parser.set_defaults(run=run)
@@ -28,17 +31,19 @@ def _readable(path: str, what: str) -> None:
         raise CliError(f"{what} {path} cannot be read (permission denied)")
 
 
-def find_executable(core: str) -> str:
-    """The executable the core names, checked to exist here."""
+def find_executable(core: str, shown: str = "") -> str:
+    """The executable the core names, checked to exist here; ``shown``: the core's name
+    in messages (the compressed file the user gave)."""
+    shown = shown or core
     try:
         named = core_executable(core)
     except ValueError as error:
-        raise CliError(f"{core} is not an x86-64 core file: {error}") from None
+        raise CliError(f"{shown} is not an x86-64 core file: {error}") from None
     if not named:
-        raise CliError(f"{core} does not name its executable: give it, "
+        raise CliError(f"{shown} does not name its executable: give it, "
                        "jit-unwind core CORE EXECUTABLE")
     if not os.path.isfile(named):
-        raise CliError(f"{core} was made of {named}, which is not on this machine: "
+        raise CliError(f"{shown} was made of {named}, which is not on this machine: "
                        "give a copy, jit-unwind core CORE EXECUTABLE")
     return named
 
@@ -47,11 +52,18 @@ def run(options) -> int:
     _readable(options.core, "core file")
     if options.executable:
         _readable(options.executable, "executable")
+    with plain_core(options.core) as core:
+        return _run(options, core)
+
+
+def _run(options, core: str) -> int:
+    """``core``: the plain core to read (``options.core`` decompressed, when it was)."""
+    if options.executable:
         executable = options.executable
     else:
-        executable = find_executable(options.core)
+        executable = find_executable(core, options.core)
         print(f"jit-unwind: executable {executable} (named by the core)", file=sys.stderr)
     debugger = find_debugger(options.debugger)
-    argv = batch_argv(debugger, [mixed_bt_command(options)], core=options.core,
+    argv = batch_argv(debugger, [mixed_bt_command(options)], core=core,
                       executable=executable)
     return report(run_batch(argv, debugger), options, debugger, options.core)

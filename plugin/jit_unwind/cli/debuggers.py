@@ -74,7 +74,7 @@ def batch_argv(debugger: Debugger, commands: Sequence[str], *, core: str = "",
     """Run ``commands`` on a core or attached process, the MARK echoed before them."""
     argv = plugin_argv(debugger)
     if debugger.kind == "gdb":
-        argv[1:1] = ["-batch"]
+        argv[1:1] = ["-batch", "-iex", "set style enabled off"]  # no escapes in the pipe
         argv += ["-ex", f"echo {MARK}\\n"]
         for command in commands:
             argv += ["-ex", command]
@@ -84,7 +84,7 @@ def batch_argv(debugger: Debugger, commands: Sequence[str], *, core: str = "",
         else:
             argv += [executable, core]
         return argv
-    argv[1:1] = ["-b"]
+    argv[1:1] = ["-b", "--no-use-colors"]
     argv += ["-o", f"script print({MARK!r})"]
     for command in commands:
         argv += ["-o", command]

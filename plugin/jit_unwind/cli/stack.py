@@ -6,6 +6,7 @@ import json
 import re
 import sys
 
+from .color import colorize, wanted
 from .debuggers import CHOICES, BatchResult, Debugger
 from .errors import FAILED, OK
 
@@ -20,11 +21,16 @@ def add_stack_options(parser) -> None:
                        help="native frames with the Python frames each one runs (default)")
     shown.add_argument("--python-only", action="store_true",
                        help="only the Python frames, like py-bt (fast: no native unwinding)")
+    shown.add_argument("--native-last", action="store_true",
+                       help="every Python frame, but only the native frames below the "
+                            "last one (what it is doing in C), as pystack's")
     parser.add_argument("--locals", action="store_true",
                         help="each Python frame's variables, where they can be read")
     parser.add_argument("--json", action="store_true",
                         help="one JSON document (py-mixed-bt's schema, "
                              "docs/py-mixed-bt.schema.json)")
+    parser.add_argument("--no-color", action="store_true",
+                        help="no color even on a terminal (also: NO_COLOR set)")
     parser.add_argument("--debugger", default="gdb", metavar=CHOICES,
                         help="gdb on PATH (default), gdb18 (this Python's gdb-for-pwndbg), "
                              "lldb, or a debugger's path")
@@ -34,6 +40,8 @@ def mixed_bt_command(options) -> str:
     command = "py-mixed-bt --all-threads"
     if options.python_only:
         command += " --python-only"
+    if options.native_last:
+        command += " --native-last"
     if options.json:
         command += " --json"
     if options.locals:
@@ -57,7 +65,7 @@ def report(result: BatchResult, options, debugger: Debugger, what: str) -> int:
                           if not _PLUGIN_MESSAGE.match(line))
         if not re.search(r"^Thread \d+", stack, re.M):
             return _failed(messages, result, debugger, what)
-        print(stack)
+        print(colorize(stack) if wanted(options.no_color, sys.stdout) else stack)
         has_python = "[py] " in stack
     for message in messages:
         print(message, file=sys.stderr)

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 HELP = """Print the mixed native and Python stack of the selected thread.
 
-Usage: py-mixed-bt [--all-threads] [--json] [--python-only] [--locals]
+Usage: py-mixed-bt [--all-threads] [--json] [--python-only | --native-last] [--locals]
 
 Each native frame is followed by the Python frames it is running (function, file and
 line), indented and marked [py]; JIT frames are named and marked as in "bt".  In a
@@ -30,7 +30,11 @@ the program, so this works on core files too.
   --python-only, -p   only the Python frames, like py-bt; fast, no native unwinding
   --locals            under each Python frame its variables, "name = value" (a short
                       repr of None, bool, int, float, str, bytes; <TYPE at 0x...>
-                      for other objects)"""
+                      for other objects)
+  --native-last       every Python frame, but only the native frames below the last
+                      (innermost) one, as pystack's --native-last: what the Python
+                      code is doing in C; outer frames are listed only where they
+                      run Python frames"""
 
 _PARSER: list = []
 
@@ -43,15 +47,17 @@ def parser():
         made = Parser(prog="py-mixed-bt", add_help=False)
         made.add_argument("--all-threads", "-a", action="store_true")
         made.add_argument("--json", action="store_true")
-        made.add_argument("--python-only", "-p", action="store_true")
+        shown = made.add_mutually_exclusive_group()
+        shown.add_argument("--python-only", "-p", action="store_true")
+        shown.add_argument("--native-last", action="store_true")
         made.add_argument("--locals", action="store_true")
         _PARSER.append(made)
     return _PARSER[0]
 
 
-def _mixed_thread(thread: Thread, cache: StopCache, python_only: bool, names,
+def _mixed_thread(thread: Thread, cache: StopCache, options, names,
                   with_locals=None) -> MixedThread:
-    from ..mixed import mix
+    from ..mixed import mix, native_last
     from ..model import MixedThread
     from ..stack import walk
     try:
@@ -62,9 +68,11 @@ def _mixed_thread(thread: Thread, cache: StopCache, python_only: bool, names,
         python = with_locals(python)
     mixed = MixedThread(thread.number, thread.native_id, thread.name, python,
                         names.get(python.thread_id) if python is not None else None)
-    if not python_only:
+    if not options.python_only:
         natives, mixed.stop_reason = walk(thread, cache)
         mixed.frames = mix(natives, python)
+        if options.native_last:
+            mixed.frames = native_last(mixed.frames)
     return mixed
 
 
@@ -93,7 +101,7 @@ def py_mixed_bt(process: Process, cache: StopCache, argv: List[str],
         except Exception:  # names are a bonus
             names = {}
         add_locals = _locals_adder(runtime) if options.locals and runtime else None
-        mixed = [_mixed_thread(thread, cache, options.python_only, names, add_locals)
+        mixed = [_mixed_thread(thread, cache, options, names, add_locals)
                  for thread in threads if thread is not None]
     try:
         # Without a runtime, say why (e.g. libpython is not loaded yet at `starti`).
