@@ -1,6 +1,7 @@
 """Issue 19's rough edges, as a user meets them in GDB and LLDB."""
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -8,8 +9,9 @@ import jsonschema
 import pytest
 
 from tests.driver import driver
-from tests.lldb_driver import run_lldb
-from tests.support import run_gdb
+from tests.jit_python import fixture_python
+from tests.lldb_driver import LLDB_INIT, run_lldb
+from tests.support import GDB_BINARIES, GDB_INIT, GDB_TIMEOUT, REPO, run_gdb
 
 SCHEMA = Path(__file__).resolve().parents[2] / "docs" / "py-mixed-bt.schema.json"
 
@@ -110,3 +112,72 @@ def test_py_mixed_bt_names_the_library_of_a_frame_without_a_name(name, tmp_path)
     unnamed = [frame for frame in frames if frame.get("library")]
     assert [frame["library"] for frame in unnamed] == [library], frames
     assert unnamed[0]["function"] == hex(unnamed[0]["pc"]), frames
+
+
+# A program that needs its own standard library (ctypes's _ctypes is an extension module
+# of CPython 3.14, absent from the 3.11 the debuggers' wrappers point PYTHONHOME at).
+SEES_ITS_ENVIRONMENT = ("import ctypes, os; print('program: ctypes imported, PYTHONPATH',"
+                        " os.environ.get('PYTHONPATH'), 'PYTHONHOME', "
+                        "os.environ.get('PYTHONHOME'))")
+WRAPPER_LINE = ("jit-unwind: programs run without PYTHONHOME, PYTHONPATH, PYTHONNOUSERSITE"
+                "{}: {}'s pip wrapper set them for its own Python.")
+
+
+def _through_wrapper(argv, **variables):
+    """Run a debugger (a pip wrapper: .venv/bin/gdb or lldb) as a user does, in the
+    environment the tests run in minus what a wrapper may have left in it, plus
+    ``variables``."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYTHONHOME", "PYTHONPATH", "PYTHONNOUSERSITE",
+                                "PYTHONLOADER", "LLDB_DEBUGSERVER"))}
+    env.update(variables)
+    result = subprocess.run([str(a) for a in argv], capture_output=True, text=True,
+                            errors="replace", timeout=GDB_TIMEOUT, stdin=subprocess.DEVNULL,
+                            env=env)
+    return result.stdout + result.stderr
+
+
+def _assert_program_runs_with_its_own_environment(output, line, plugin):
+    runs = [text for text in output.splitlines() if text.startswith("program:")]
+    if not plugin:  # the wrapper's PYTHONHOME breaks CPython 3.14: what the plugin fixes
+        assert not runs, output
+        return
+    assert output.count(line) == 1, output
+    assert runs == ["program: ctypes imported, PYTHONPATH None PYTHONHOME None",
+                    "program: ctypes imported, PYTHONPATH /users/own PYTHONHOME None"], output
+
+
+@pytest.mark.parametrize("plugin", [True, False])
+def test_gdb_wrapper_environment_stays_out_of_the_program(plugin):
+    """gdb-for-pwndbg's wrapper sets PYTHONHOME/PYTHONPATH for GDB's Python 3.11; with
+    the plugin loaded a CPython 3.14 run under GDB imports ctypes, and a PYTHONPATH the
+    user sets for the program (set environment) still reaches it."""
+    argv = [GDB_BINARIES["gdb18"], "-nx", "-q", "-batch", "-iex", "set debuginfod enabled off"]
+    if plugin:
+        argv += ["-x", GDB_INIT]
+    argv += ["-ex", "run", "-ex", "set environment PYTHONPATH=/users/own", "-ex", "run",
+             "--args", fixture_python("3.14"), "-c", SEES_ITS_ENVIRONMENT]
+    _assert_program_runs_with_its_own_environment(
+        _through_wrapper(argv), WRAPPER_LINE.format("", "GDB"), plugin)
+
+
+@pytest.mark.parametrize("plugin", [True, False])
+def test_lldb_wrapper_environment_stays_out_of_the_program(plugin):
+    argv = [REPO / ".venv" / "bin" / "lldb", "--no-lldbinit", "-b"]
+    if plugin:
+        argv += ["-o", f"command script import {LLDB_INIT}"]
+    argv += ["-o", "run", "-o", "settings set target.env-vars PYTHONPATH=/users/own",
+             "-o", "run", "--", fixture_python("3.14"), "-c", SEES_ITS_ENVIRONMENT]
+    _assert_program_runs_with_its_own_environment(
+        _through_wrapper(argv), WRAPPER_LINE.format(", PYTHONLOADER_LIBPYTHON", "LLDB"),
+        plugin)
+
+
+def test_debian_gdb_passes_the_users_python_environment_on():
+    """No wrapper: a PYTHONPATH in GDB's environment is the user's, for the program."""
+    output = _through_wrapper(
+        [GDB_BINARIES["gdb13"], "-nx", "-q", "-batch", "-iex", "set debuginfod enabled off",
+         "-x", GDB_INIT, "-ex", "run", "--args", fixture_python("3.14"), "-c",
+         SEES_ITS_ENVIRONMENT], PYTHONPATH="/users/own")
+    assert "program: ctypes imported, PYTHONPATH /users/own PYTHONHOME None" in output, output
+    assert "jit-unwind: programs run without" not in output, output
