@@ -1,6 +1,7 @@
 """Issue 19's rough edges, as a user meets them in GDB and LLDB."""
 
 import json
+import re
 import os
 import subprocess
 from pathlib import Path
@@ -181,3 +182,78 @@ def test_debian_gdb_passes_the_users_python_environment_on():
          SEES_ITS_ENVIRONMENT], PYTHONPATH="/users/own")
     assert "program: ctypes imported, PYTHONPATH /users/own PYTHONHOME None" in output, output
     assert "jit-unwind: programs run without" not in output, output
+
+
+# A short script under -X perf: CPython writes hundreds of perf-map entries (one per code
+# object run, the import system's included).
+PERF_SCRIPT = """\
+import os, signal, json, collections
+
+
+def leaf(n):
+    os.kill(os.getpid(), signal.SIGTRAP)
+    return n
+
+
+def middle(n):
+    data = json.dumps({"n": n, "c": collections.Counter("abc")})
+    return leaf(len(data))
+
+
+middle(3)
+"""
+REGION_ROW = re.compile(r"^(0x[0-9a-f]+) +(0x[0-9a-f]+) +(0x[0-9a-f]+) +(\S+) *(.*)$", re.M)
+SUMMARY_ROW = re.compile(r"^(\S+) +(\d+) +(0x[0-9a-f]+) +(0x[0-9a-f]+) +(0x[0-9a-f]+)$", re.M)
+
+
+def _rows(text):
+    return [match.groups() for match in REGION_ROW.finditer(text)]
+
+
+@pytest.mark.parametrize("name", ["gdb13", "gdb18", "lldb23"])
+def test_jit_regions_sums_up_a_long_perf_map_and_filters_it(name, tmp_path):
+    """``info jit-regions`` on a -X perf run prints the regions per source, not 300 rows;
+    --all, --source and ADDRESS ($pc of a trampoline frame, a number) give rows."""
+    script = tmp_path / "short.py"
+    script.write_text(PERF_SCRIPT)
+    command = "info jit-regions" if name.startswith("gdb") else "jit-regions"
+    select = "frame" if name.startswith("gdb") else "frame select"
+    chosen = driver(name)
+    core = tmp_path / chosen.core_name()
+    live = chosen.launch([fixture_python("3.14"), "-X", "perf", script],
+                         ["bt", command, f"{command} --all", f"{command} --source maps",
+                          f"{command} --source perf-map", f"{command} --source nosuch"],
+                         core=core)
+    try:
+        level = next(re.search(r"#(\d+)", line).group(1)
+                     for line in live.output("bt").splitlines() if "py::middle:" in line)
+        every = _rows(live.output(f"{command} --all"))
+        middle = next(row for row in every if row[4].startswith("py::middle:"))
+        from_core = chosen.open_core(
+            [fixture_python("3.14")], core,
+            [f"{select} {level}", f"{command} $pc", f"{command} {int(middle[0], 16) + 1:#x}",
+             f"{command} 0x10", command])
+    finally:
+        live.remove_perf_files()
+    summary = live.output(command)
+    sources = {row[0]: int(row[1]) for row in SUMMARY_ROW.findall(summary)}
+    perf = [row for row in every if row[3] == "perf-map"]
+    assert len(perf) > 100 and sources == {"perf-map": len(perf), "maps": 1}, summary
+    assert not _rows(summary), summary
+    assert f'{len(every)} regions: "{command} --all" lists them, "{command} --source ' \
+           f'SOURCE" those of one source, "{command} ADDRESS" those holding an address.' \
+           in summary, summary
+    assert [row[3] for row in _rows(live.output(f"{command} --source maps"))] == ["maps"]
+    assert _rows(live.output(f"{command} --source perf-map")) == perf
+    assert "--source takes one of maps, core, perf-map, jitdump, gdb-jit, no-cfi, " \
+           "cpython-jit, not 'nosuch'." in live.whole, live.whole  # GDB's errors: stderr
+    # The trampoline's frame: its pc is in its perf-map entry and in the mapping.
+    for holding in (from_core.output(f"{command} $pc"),
+                    from_core.output(f"{command} {int(middle[0], 16) + 1:#x}")):
+        assert [(row[3], row[4]) for row in _rows(holding)] == \
+            [("core", ""), ("perf-map", middle[4])], from_core.whole
+    assert f"No JIT region holds 0x10. There are {len(every)} regions" \
+           in from_core.output(f"{command} 0x10"), from_core.whole
+    core_sources = {row[0] for row in SUMMARY_ROW.findall(from_core.output(command))}
+    assert core_sources == {"perf-map", "core"}, from_core.whole
+
