@@ -3,15 +3,16 @@
 import json
 import re
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
 import jsonschema
 import pytest
 
-from tests.driver import driver
+from tests.driver import MIXED_JSON as MIXED_JSON_ALL, driver
 from tests.jit_python import fixture_python
-from tests.lldb_driver import LLDB_INIT, run_lldb
+from tests.lldb_driver import LLDB_INIT, WAIT_FOR_PROVIDER, run_lldb
 from tests.support import GDB_BINARIES, GDB_INIT, GDB_TIMEOUT, REPO, run_gdb
 
 SCHEMA = Path(__file__).resolve().parents[2] / "docs" / "py-mixed-bt.schema.json"
@@ -257,3 +258,129 @@ def test_jit_regions_sums_up_a_long_perf_map_and_filters_it(name, tmp_path):
     core_sources = {row[0] for row in SUMMARY_ROW.findall(from_core.output(command))}
     assert core_sources == {"perf-map", "core"}, from_core.whole
 
+
+STOPS = """\
+import os, signal
+
+
+def leaf():
+    os.kill(os.getpid(), signal.SIGTRAP)
+
+
+leaf()
+"""
+
+
+def _cut(core: Path, dst: Path, at: int) -> Path:
+    """A kernel-layout copy of ``core`` (notes first) cut at ``at`` bytes into the
+    segment holding ``address``: that segment's rest and all later ones are lost."""
+    from tests.e2e.test_corrupted_cores import notes_first
+    layout = notes_first(core, dst)
+    load = next(load for load in layout.loads if load.holds(at))
+    with open(dst, "r+b") as handle:
+        handle.truncate(load.offset + at - load.vaddr)
+    return dst
+
+
+@pytest.mark.parametrize("name", ["gdb13", "gdb18", "lldb23"])
+def test_a_truncated_core_says_so_and_what_it_lost(name, tmp_path):
+    """A core cut inside the stack (thread 1's stack lost), and one cut before
+    _PyRuntime's segment: py-mixed-bt names the truncation and what is missing, not
+    "the CPython runtime is not initialised yet" or "cannot read _PyRuntime"."""
+    from tests.e2e.test_corrupted_cores import read_layout
+    script = tmp_path / "stops.py"
+    script.write_text(STOPS)
+    python = fixture_python("3.14")
+    whole = tmp_path / "whole.core"
+    made = driver("gdb13").launch(
+        [python, script], ["python print('runtime-at', int(gdb.parse_and_eval("
+                           "'(long)&_PyRuntime')))"], core=whole)
+    runtime = int(re.search(r"runtime-at (\d+)", made.whole).group(1))
+    layout = read_layout(whole)
+    in_stack = _cut(whole, tmp_path / "in-stack.core", layout.rsp + 16 * 8)
+    no_runtime = _cut(whole, tmp_path / "no-runtime.core", runtime)
+    chosen = driver(name)
+    for core, lost in ((in_stack, "the stack of thread 1"), (no_runtime, "_PyRuntime in ")):
+        size = core.stat().st_size
+        needed = max(load.offset + load.filesz for load in read_layout(core).loads)
+        shown = chosen.open_core([python], core, ["py-mixed-bt", MIXED_JSON_ALL])
+        text = shown.output("py-mixed-bt")
+
+        assert f"the core file {core} is truncated: it has {size} bytes, its program " \
+               f"headers need {needed}; missing: " in text, shown.whole
+        assert lost in text.split("missing: ")[1], shown.whole
+        assert "not initialised yet" not in text, shown.whole
+        assert shown.document(MIXED_JSON_ALL)["runtime_note"] in text, shown.whole
+
+
+def _open_without_executable(name: str, core: Path, commands) -> str:
+    """``gdb -c CORE`` / ``target create --core CORE``: no executable given."""
+    if name.startswith("gdb"):
+        marked = []
+        for command in commands:
+            marked += [f"echo @@{command}\\n", command]
+        return run_gdb(GDB_BINARIES[name], marked, before=[f"core-file {core}"])
+    return run_lldb([f"target create --core {core}", WAIT_FOR_PROVIDER, *commands])
+
+
+def _section(output: str, command: str, name: str) -> str:
+    mark = f"@@{command}\n" if name.startswith("gdb") else f"(lldb) {command}\n"
+    return output.split(mark, 1)[1].split("@@" if name.startswith("gdb") else "(lldb) ")[0]
+
+
+def test_gdb13_on_a_core_without_its_executable_says_which_to_load(tmp_path):
+    """Debian's GDB does not find the executable of ``gdb -c CORE``: its bt lists stack
+    words as frames.  jit-unwind says (once) which executable the core names and how to
+    load it, hangs no Python frame under those words, and py-mixed-bt prints the Python
+    stack alone after that note; once loaded, the mixed stack is back."""
+    script = tmp_path / "stops.py"
+    script.write_text(STOPS)
+    python = fixture_python("3.14")
+    core = tmp_path / "python.core"
+    driver("gdb13").launch([python, script], [], core=core)
+    output = _open_without_executable("gdb13", core, [
+        "bt", "py-mixed-bt", f"file {python}", "py-mixed-bt"])
+    how = (f"the core names {python}: load it with `file {python}` (or start GDB as "
+           f"`gdb {python} -c {core}`)")
+    assert output.count(f"warning: jit-unwind: the core file {core} was opened without its "
+                        f"executable: GDB cannot unwind its native frames, so no Python "
+                        f"frame is placed among them; {how}.") == 1, output
+    bt = _section(output, "bt", "gdb13")
+    assert "[py]" not in bt and "#12 0x0000000000000000 in ?? ()" in bt, output
+    without, with_it = output.split(f"@@file {python}\n")
+    mixed = _section(without, "py-mixed-bt", "gdb13")
+    assert mixed.splitlines()[0].startswith(f"note: the core file {core} was opened "), output
+    assert how in mixed.splitlines()[0], output
+    assert re.findall(r"^ *\[py\] (\S+)", mixed, re.M) == ["leaf", "<module>"], output
+    assert not re.search(r"^#\d", mixed, re.M), output  # no stack word as a frame
+    mixed = _section(with_it, "py-mixed-bt", "gdb13")
+    assert "note:" not in mixed and re.search(r"^#\d+ +_PyEval_EvalFrameDefault", mixed,
+                                              re.M), output
+    assert re.findall(r"^ *\[py\] (\S+)", mixed, re.M) == ["leaf", "<module>"], output
+
+
+@pytest.mark.parametrize("name", ["gdb13", "gdb18", "lldb23"])
+def test_a_core_whose_executable_is_gone_says_so(name, tmp_path):
+    """The executable the core names was moved away: every debugger opens the core
+    without it.  jit-unwind names the missing path and how to give the executable;
+    py-mixed-bt refuses with that message rather than print stack words."""
+    script = tmp_path / "stops.py"
+    script.write_text(STOPS)
+    python = fixture_python("3.14")
+    copy = tmp_path / "bin" / "python3.14"
+    copy.parent.mkdir()
+    shutil.copy2(python, copy)
+    core = tmp_path / "python.core"
+    driver("gdb13").launch([copy, script], [], env={"PYTHONHOME": str(python.parents[1])},
+                           core=core)
+    copy.rename(tmp_path / "elsewhere")
+    output = _open_without_executable(name, core, ["bt", "py-mixed-bt"])
+    how = ("`file PATH` (or start GDB as `gdb PATH -c " + f"{core}`)" if name.startswith("gdb")
+           else f"`target create --core {core} PATH`")
+    debugger = "GDB" if name.startswith("gdb") else "LLDB"
+    text = (f"the core file {core} was opened without its executable: {debugger} cannot "
+            f"unwind its native frames, so no Python frame is placed among them; the core "
+            f"names {copy}, which is not there: give the executable with {how}")
+    assert output.count(f"warning: jit-unwind: {text}.") == 1, output
+    assert f"py-mixed-bt: {text}\n" in output, output
+    assert "[py]" not in output, output

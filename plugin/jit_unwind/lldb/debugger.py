@@ -354,6 +354,11 @@ class LldbProcess(Process):
                 return "native"
         return "remote"
 
+    def has_executable(self) -> bool:
+        # For a core whose executable is gone LLDB keeps a placeholder module by name.
+        executable = self.target.GetExecutable()
+        return executable.IsValid() and os.path.exists(executable.fullpath or "")
+
     def core_file(self) -> Optional[str]:
         if self.inner.GetPluginName() != "elf-core":
             return None
