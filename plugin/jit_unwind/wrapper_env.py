@@ -9,16 +9,21 @@ runs: a CPython of another version then loads the wrapper's standard library ("N
 named '_ctypes'")."""
 
 import os
-from typing import Iterable, List, Mapping
+from typing import Callable, Iterable, List, Mapping, Optional
 
 # Set by the wrappers besides PYTHONHOME, always together with it.
 _WITH_HOME = ("PYTHONPATH", "PYTHONNOUSERSITE", "PYTHONLOADER_LIBPYTHON")
 
 
 def wrapper_variables(environ: Mapping[str, str], prefixes: Iterable[str],
-                      debugger_files: str) -> List[str]:
+                      debugger_files: str,
+                      program_value: Optional[Callable[[str], Optional[str]]] = None
+                      ) -> List[str]:
     """The names of ``environ``'s variables a wrapper set for the debugger's own Python,
-    in the order to report them; [] when none.
+    in the order to report them; [] when none.  ``program_value(name)``: the value the
+    program would get now (the user may have set their own before the plugin loaded:
+    GDB's "set environment"); a variable whose value is no longer the wrapper's is the
+    user's and is left alone.
 
     The rule: PYTHONHOME names exactly the debugger's Python's ``prefixes`` (sys.prefix,
     sys.exec_prefix, as the wrappers write it) and the debugger's own files
@@ -37,7 +42,10 @@ def wrapper_variables(environ: Mapping[str, str], prefixes: Iterable[str],
     files = os.path.realpath(debugger_files)
     if not any(files.startswith(prefix.rstrip("/") + "/") for prefix in prefixes):
         return []
-    return ["PYTHONHOME"] + [name for name in _WITH_HOME if name in environ]
+    names = ["PYTHONHOME"] + [name for name in _WITH_HOME if name in environ]
+    if program_value is None:
+        return names
+    return [name for name in names if program_value(name) == environ[name]]
 
 
 def kept_out_message(names: List[str], debugger: str) -> str:

@@ -311,6 +311,10 @@ def test_a_truncated_core_says_so_and_what_it_lost(name, tmp_path):
         assert lost in text.split("missing: ")[1], shown.whole
         assert "not initialised yet" not in text, shown.whole
         assert shown.document(MIXED_JSON_ALL)["runtime_note"] in text, shown.whole
+        # Said once on opening too (the sizes; the stacks are named by py-mixed-bt).
+        assert shown.whole.count(f"warning: jit-unwind: the core file {core} is truncated: "
+                                 f"it has {size} bytes, its program headers need {needed}; "
+                                 "missing: ") == 1, shown.whole
 
 
 def _open_without_executable(name: str, core: Path, commands) -> str:
@@ -384,3 +388,18 @@ def test_a_core_whose_executable_is_gone_says_so(name, tmp_path):
     assert output.count(f"warning: jit-unwind: {text}.") == 1, output
     assert f"py-mixed-bt: {text}\n" in output, output
     assert "[py]" not in output, output
+
+
+def test_gdb_wrapper_keeps_a_pythonhome_the_user_set_before_the_plugin():
+    """``set environment PYTHONHOME=...`` before the plugin loads (an -iex, a line of
+    .gdbinit above the plugin's): the program gets the user's value; only the wrapper's
+    PYTHONPATH and PYTHONNOUSERSITE are kept out."""
+    python = fixture_python("3.14")
+    home = python.parents[1]
+    output = _through_wrapper(
+        [GDB_BINARIES["gdb18"], "-nx", "-q", "-batch", "-iex", "set debuginfod enabled off",
+         "-iex", f"set environment PYTHONHOME={home}", "-x", GDB_INIT, "-ex", "run",
+         "--args", python, "-c", SEES_ITS_ENVIRONMENT])
+    assert output.count("jit-unwind: programs run without PYTHONPATH, PYTHONNOUSERSITE: "
+                        "GDB's pip wrapper set them for its own Python.") == 1, output
+    assert f"program: ctypes imported, PYTHONPATH None PYTHONHOME {home}" in output, output

@@ -26,3 +26,11 @@ def test_a_debugger_outside_the_home_is_no_wrappers():
 
 def test_no_home_nothing_to_remove():
     assert wrapper_variables({"PYTHONPATH": "/x"}, (VENV, VENV), GDB_DATA) == []
+
+
+def test_a_value_the_user_set_for_the_program_is_theirs():
+    """GDB's "set environment PYTHONHOME=..." before the plugin loaded: only the
+    variables the program would still get from the wrapper are named."""
+    program = dict(WRAPPER, PYTHONHOME="/home/me/python")
+    assert wrapper_variables(WRAPPER, (VENV, VENV), GDB_DATA, program.get) == \
+        ["PYTHONPATH", "PYTHONNOUSERSITE"]

@@ -28,7 +28,8 @@ code of mapped files without unwind information ("no-cfi"), one row each: start,
 size, source and name.  With more than {SUMMARY_ABOVE} regions it prints a summary
 instead: how many regions, and their total size, from each source.
 
-  ADDRESS           only the regions holding ADDRESS (an expression: $pc, 0x7f...).
+  ADDRESS           only the regions holding ADDRESS ($pc, 0x7f...; in GDB any
+                    expression).
   --source SOURCE   only the regions of SOURCE (one of the sources above).
   --all             every region, however many.
 
