@@ -22,8 +22,11 @@ _OPEN_WITH = {
 def missing_executable(process: Process) -> str:
     """The note for a core file opened without its executable, naming the one the core
     names (and whether it is there); "" for anything else."""
+    # Cheapest first: bt asks at every stop (GDB 13's core_file() parses "info target").
+    if process.connection() != "core" or process.has_executable():
+        return ""
     core = process.core_file()
-    if not core or process.has_executable():
+    if not core:
         return ""
     named = _named_executable(core)
     debugger = process.debugger_name
