@@ -8,6 +8,7 @@ import os
 from typing import Callable, List, Optional, Tuple
 
 from .debugger import Process
+from .file_cache import FileCache
 
 _SAID: set = set()  # (core path, what) said once already
 _SAID_LIMIT = 64
@@ -41,17 +42,13 @@ def missing_executable(process: Process) -> str:
             f"{how.format(exe='PATH', core=core)}")
 
 
+# The executable each core names, read once per core file (bt asks at each stop).
+_NAMED: FileCache[Optional[str]] = FileCache(limit=16)
+
+
 def _named_executable(core: str) -> Optional[str]:
-    """The executable the core names (read once per core file: bt asks each time)."""
-    from .file_cache import FileCache
     from .regions.corefile import core_executable
-    global _NAMED
-    if _NAMED is None:
-        _NAMED = FileCache(limit=16)
     return _NAMED.get(core, core_executable, None)
-
-
-_NAMED = None
 
 
 def truncation(process: Process, runtime_at: Callable[[], Optional[int]] = lambda: None,
