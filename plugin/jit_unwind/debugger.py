@@ -118,6 +118,11 @@ class Process:
         """The path of the core file when the process is one, else None."""
         raise NotImplementedError
 
+    def has_executable(self) -> bool:
+        """Whether the debugger has the program's executable (for a core: it was opened
+        with one, or found it).  The base class assumes so."""
+        return True
+
     def debugger_mappings(self) -> List[Mapping]:
         """The memory mappings as the debugger lists them (remote targets); []."""
         raise NotImplementedError

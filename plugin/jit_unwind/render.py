@@ -54,6 +54,22 @@ def region_table(regions: Iterable[Region]) -> str:
     return tabulate(rows, headers=REGION_HEADERS, tablefmt="simple", disable_numparse=True)
 
 
+def region_summary(regions: Sequence[Region]) -> str:
+    """How many regions, of what total size and spanning which addresses, per source
+    (the ``info jit-regions`` summary)."""
+    by_source: dict = {}
+    for region in regions:
+        by_source.setdefault(region.source, []).append(region)
+    rows = [(str(source), str(len(group)), f"{sum(r.size for r in group):#x}",
+             f"{min(r.start for r in group):#x}", f"{max(r.end for r in group):#x}")
+            for source, group in sorted(by_source.items(), key=lambda item: -len(item[1]))]
+    headers = ("source", "regions", "total size", "lowest", "highest")
+    if not have_tabulate():
+        return plain_table(rows, headers)
+    from tabulate import tabulate
+    return tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
+
+
 def plain_table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:
     """Left-aligned columns under dashed headers (tabulate's "simple" layout, for a
     Python without tabulate)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Dict, Optional, Set, Tuple
 
+from .core_notes import say_once
 from .dependencies import WITHOUT_PYELFTOOLS, missing, warn_missing
 from .elf_lookup import have_pyelftools, symbol_address
 from .rawelf import raw_section_address
@@ -137,7 +138,16 @@ class StopCache:
             self._regions, self.problem = build_region_map(self.process)
             self.has_jit = self._regions.has_jit()
             self._before_resume = None
+            self._say_about_core()
         return self._regions
+
+    def _say_about_core(self) -> None:
+        """The first look at a core file: say if it is truncated or lacks its executable."""
+        try:
+            if self.process.connection() == "core":
+                say_once(self.process)
+        except Exception:  # a warning is a bonus
+            pass
 
     def named_regions(self) -> RegionMap:
         """The region map with the named JIT regions of runtimes added (the JIT

@@ -49,10 +49,13 @@ def test_info_jit_regions_without_a_process(gdb):
     assert "No process: run a program or load a core file first." in output
 
 
-def test_info_jit_regions_rejects_arguments(gdb):
-    output = run_gdb(gdb, ["break main", "run", "info jit-regions foo"],
+def test_info_jit_regions_rejects_what_is_no_address(gdb):
+    output = run_gdb(gdb, ["break main", "run", "info jit-regions nosuchsymbol",
+                           "info jit-regions --nosuch"],
                      [fixture_binary("toyjit"), "fp", "0", "breakpoint"])
-    assert "info jit-regions takes no arguments." in output
+    assert 'nosuchsymbol: No symbol "nosuchsymbol" in current context.' in output, output
+    assert "info jit-regions: no option --nosuch. Usage: info jit-regions [ADDRESS] " \
+           "[--source SOURCE] [--all]" in output, output
 
 
 @pytest.mark.parametrize("command, expected", [

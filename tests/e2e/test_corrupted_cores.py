@@ -357,7 +357,7 @@ def check_core(gdb: Path, subject: Subject, core: Path) -> str:
     """Run plain bt and the plugin's commands on ``core``; check everything above.
     Returns the plugin's bt output."""
     plain_output = run_gdb(gdb, ["bt"], [subject.program], core=core, plugin=False)
-    commands = ["echo @@bt\\n", "bt", "echo @@regions\\n", "info jit-regions"]
+    commands = ["echo @@bt\\n", "bt", "echo @@regions\\n", "info jit-regions --all"]
     if subject.python:
         commands += ["echo @@mixed\\n", "py-mixed-bt", "echo @@json\\n",
                      "py-mixed-bt --json", "echo @@end\\n"]
@@ -466,7 +466,7 @@ def test_missing_pyelftools_is_named_with_its_install_command(tmp_path):
                          f"gcore {tmp_path / 'python.core'}"],
                    [python, "-X", "perf", RECURSE], early=hide)
     try:
-        from_core = run_gdb(gdb, ["bt", "echo @@regions\\n", "info jit-regions",
+        from_core = run_gdb(gdb, ["bt", "echo @@regions\\n", "info jit-regions --source core",
                                   "echo @@end\\n", "py-mixed-bt"], [python],
                             core=tmp_path / "python.core", early=hide)
     finally:

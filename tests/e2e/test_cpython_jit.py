@@ -73,7 +73,8 @@ def _python_under(output, parent_pattern):
 def test_kill_from_a_trace(gdb, tmp_path, minor):
     lines = marks(SCRIPT)
     live, from_core = _live_and_core(gdb, tmp_path, minor, "kill",
-                                     show=("bt", "info jit-regions", "py-mixed-bt"))
+                                     show=("bt", "info jit-regions --source cpython-jit",
+                                           "py-mixed-bt"))
     for text in (live, from_core):
         output, _, mixed = text.partition('"MainThread"')  # bt + info jit-regions, py-mixed-bt
         # info jit-regions lists each executor's shim and trace with its function.

@@ -52,7 +52,7 @@ def _check_backtrace(output):
 def test_perf_jit_trampolines_are_named_and_unwound_from_the_dump(gdb, tmp_path, version):
     core = tmp_path / "python.core"
     live = run_gdb(gdb, ["run", PRINT_PID, "set jit-unwind show-method on", "bt",
-                         "info jit-regions", f"gcore {core}"],
+                         "info jit-regions --all", f"gcore {core}"],
                    [python_of(version), "-X", "perf_jit", RECURSE])
     try:
         _check_backtrace(live)

@@ -204,7 +204,10 @@ def test_command_errors_carry_the_users_message():
         py_mixed_bt(process, StopCache(process), [])
     with pytest.raises(CommandError, match="^No process: run a program"):
         jit_regions(process, StopCache(process), "")
-    with pytest.raises(CommandError, match="^info jit-regions takes no arguments.$"):
+    with pytest.raises(CommandError, match="^info jit-regions: no option --x. Usage: "):
+        jit_regions(process, StopCache(process), "--x")
+    process = FakeProcess()
+    with pytest.raises(CommandError, match="^info jit-regions: 'x' is no address.$"):
         jit_regions(process, StopCache(process), "x")
 
 

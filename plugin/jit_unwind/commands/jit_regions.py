@@ -1,36 +1,96 @@
 """``info jit-regions`` (GDB), ``jit-regions`` (LLDB): the JIT code regions."""
 
+from dataclasses import dataclass
 from typing import Callable, List, Optional, Tuple
 
 from ..debugger import Process
 from ..dependencies import warn_missing
-from ..render import have_tabulate, region_table
-from ..model import Region
+from ..render import have_tabulate, region_summary, region_table
+from ..model import Region, RegionSource
 from ..session import StopCache
 from . import CommandError
 from .registry import STATUS, Command, declare, provenance
 
-HELP = """List the JIT code regions of the current process.
+# More regions than this and a bare "info jit-regions" prints the summary by source
+# instead of every row (a -X perf run has hundreds of perf-map entries).
+SUMMARY_ABOVE = 30
 
-Usage: info jit-regions
+HELP = f"""List the JIT code regions of the current process.
 
-Shows anonymous executable mappings (from /proc/PID/maps for a live process, from the
-load segments of a core file), entries of the perf map /tmp/perf-PID.map, code load
-records of the perf jitdump jit-PID.dump (source "jitdump": those whose code is still in
-memory), CPython's JIT executors and object files registered through GDB's JIT
-interface, one row each: start, end, size, source and name.  While jit-unwind's symbol
-file for JIT code is loaded (set jit-unwind symbol-file), a line after the table names
-the file and says which named regions it holds: all of them, or all but those it lists."""
+Usage: info jit-regions [ADDRESS] [--source SOURCE] [--all]
+
+Shows anonymous executable mappings (source "maps" for a live process, from
+/proc/PID/maps; "core" for a core file, from its load segments), entries of the perf
+map /tmp/perf-PID.map ("perf-map"), code load records of the perf jitdump jit-PID.dump
+("jitdump": those whose code is still in memory), CPython's JIT executors
+("cpython-jit"), object files registered through GDB's JIT interface ("gdb-jit") and
+code of mapped files without unwind information ("no-cfi"), one row each: start, end,
+size, source and name.  With more than {SUMMARY_ABOVE} regions it prints a summary
+instead: how many regions, and their total size, from each source.
+
+  ADDRESS           only the regions holding ADDRESS ($pc, 0x7f...; in GDB any
+                    expression).
+  --source SOURCE   only the regions of SOURCE (one of the sources above).
+  --all             every region, however many.
+
+While jit-unwind's symbol file for JIT code is loaded (set jit-unwind symbol-file), a
+line after the table names the file and says which named regions it holds: all of
+them, or all but those it lists."""
+
+
+@dataclass
+class _Query:
+    address: Optional[str] = None  # the expression, as typed
+    source: Optional[str] = None
+    all: bool = False
+
+
+def _parse(argument: str) -> _Query:
+    """``[ADDRESS] [--source SOURCE] [--all]``; ADDRESS is what is left (an expression
+    may hold spaces: "$sp + 8")."""
+    query, rest = _Query(), []
+    words = argument.split()
+    while words:
+        word = words.pop(0)
+        if word == "--all":
+            query.all = True
+        elif word == "--source" or word.startswith("--source="):
+            value = word.partition("=")[2] or (words.pop(0) if words else "")
+            if value not in SOURCES:
+                raise CommandError(f"info jit-regions: --source takes one of "
+                                   f"{', '.join(SOURCES)}, not {value!r}.")
+            query.source = value
+        elif word.startswith("--"):
+            raise CommandError(f"info jit-regions: no option {word}. "
+                               f"Usage: info jit-regions [ADDRESS] [--source SOURCE] [--all]")
+        else:
+            rest.append(word)
+    query.address = " ".join(rest) or None
+    return query
+
+
+SOURCES = [source.value for source in RegionSource]
+
+
+def _address(text: str, evaluate: Optional[Callable[[str], int]]) -> int:
+    if evaluate is not None:
+        return evaluate(text)
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise CommandError(f"info jit-regions: {text!r} is no address.") from None
 
 
 def jit_regions(process: Process, cache: StopCache, argument: str,
-                symbol_file: Optional[Tuple[str, Callable[[Region], bool]]] = None) -> str:
-    """The table (with a warning line first when a source could not be read);
-    ``symbol_file``: (path, predicate on a Region) while a symbol file is loaded."""
-    if argument.strip():
-        raise CommandError("info jit-regions takes no arguments.")
+                symbol_file: Optional[Tuple[str, Callable[[Region], bool]]] = None,
+                evaluate: Optional[Callable[[str], int]] = None) -> str:
+    """The table, or the summary by source (with a warning line first when a source
+    could not be read); ``symbol_file``: (path, predicate on a Region) while a symbol
+    file is loaded; ``evaluate``: the debugger's value of an address expression."""
+    query = _parse(argument)
     if process.pid() is None:
         raise CommandError("No process: run a program or load a core file first.")
+    address = _address(query.address, evaluate) if query.address else None
     try:
         regions = cache.named_regions().listing()
     except Exception as error:  # never a traceback, even on a broken core
@@ -38,11 +98,32 @@ def jit_regions(process: Process, cache: StopCache, argument: str,
     lines = [f"warning: {cache.problem}"] if cache.problem else []
     if not have_tabulate():
         warn_missing(process, "tabulate", "info jit-regions prints its table in a plain layout")
-    lines.append(region_table(regions))
+    lines += _listing(regions, query, address)
     lines += _jitdump_lines(process, cache)
     if symbol_file is not None:
         lines.extend(symbol_file_lines(cache.named_regions(), *symbol_file))
     return "\n".join(lines)
+
+
+def _listing(regions: List[Region], query: _Query, address: Optional[int]) -> List[str]:
+    """The rows the query asks for, or the summary when it asks for none in particular
+    and there are many."""
+    chosen = [r for r in regions if (query.source is None or r.source == query.source)
+              and (address is None or address in r)]
+    if address is None and query.source is None:
+        if query.all or len(regions) <= SUMMARY_ABOVE:
+            return [region_table(regions)]
+        return [region_summary(regions),
+                f"{len(regions)} regions: \"info jit-regions --all\" lists them, "
+                "\"info jit-regions --source SOURCE\" those of one source, "
+                "\"info jit-regions ADDRESS\" those holding an address."]
+    if chosen:
+        return [region_table(chosen)]
+    where = f" holds {address:#x}" if address is not None else ""
+    source = f" from {query.source}" if query.source else ""
+    text = f"No JIT region{source}{where}." if where else f"No JIT regions{source}."
+    return [text + (f" There are {len(regions)} regions: \"info jit-regions\" sums them "
+                    "up." if regions else "")]
 
 
 def _jitdump_lines(process: Process, cache: StopCache):
@@ -91,4 +172,4 @@ def _help(debugger: str) -> str:
 declare(Command(
     names={"gdb": "info jit-regions", "lldb": "jit-regions"}, help=_help, category=STATUS,
     run=lambda context, argument: jit_regions(context.process, context.cache, argument,
-                                              context.symbol_file)))
+                                              context.symbol_file, context.evaluate)))

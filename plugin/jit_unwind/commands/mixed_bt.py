@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List
+from typing import TYPE_CHECKING, List, Tuple
 
 from ..debugger import Process, Thread
 from ..session import StopCache
@@ -91,9 +91,20 @@ def py_mixed_bt(process: Process, cache: StopCache, argv: List[str],
     options = parser().parse_args(argv)
     if process.pid() is None:
         raise CommandError("py-mixed-bt: no process: run a program or load a core file first.")
+    from ..core_notes import missing_executable, truncation
+    # A core without its executable: the debugger's native frames are stack words, so
+    # only the Python stack, after the note saying how to give the executable.
+    no_executable = missing_executable(process)
+    if no_executable:
+        options.python_only = True
     runtime, reason = cache.python_runtime()
+    truncated = truncation(process, lambda: cache.lookup_symbol("_PyRuntime",
+                                                                debug_info=False))
+    if no_executable:  # the cause of what the runtime seemed to say, as a truncation
+        truncated = ("; ".join(filter(None, [no_executable, truncated[0]])),
+                     truncated[1] or runtime is None)
     if runtime is None and (options.python_only or cache.is_python_process()):
-        raise CommandError(f"py-mixed-bt: {reason}")
+        raise CommandError(f"py-mixed-bt: {_with_cause(truncated, reason, bool(no_executable))}")
     with process.keep_selection():
         threads = process.threads() if options.all_threads else [process.selected_thread()]
         try:
@@ -108,11 +119,24 @@ def py_mixed_bt(process: Process, cache: StopCache, argv: List[str],
         note = runtime.lifecycle_note() if runtime is not None else reason
     except Exception:  # a note is a bonus
         note = ""
+    note = _with_cause(truncated, note)
     if options.json:
         return to_json(mixed, str(runtime.version) if runtime is not None else None,
                        options.python_only, note)
     text = render_text(mixed, options.python_only, show_method)
     return f"note: {note}\n{text}" if note else text
+
+
+def _with_cause(cause: Tuple[str, bool], why: str, refusing: bool = False) -> str:
+    """The core's problem first (it is the cause), then what it led to; what CPython's
+    runtime seemed to say is no news when its bytes are missing (``cause[1]``), and
+    nothing needs adding when the command refuses for the cause itself."""
+    text, runtime_lost = cause
+    if text and runtime_lost:
+        return text if refusing else f"{text} (so: no Python frames)"
+    if text and why:
+        return f"{text} (so: {why})"
+    return text or why
 
 
 def _help(debugger: str) -> str:

@@ -15,12 +15,14 @@ STATUS, STACK = "status", "stack"
 class Context:
     """What a command runs on, given by the adapter: the process and its per-stop cache
     (None for a command that needs no process), the symbol file for JIT code while one
-    is loaded (path, predicate on a Region), and what to do after a setting changed."""
+    is loaded (path, predicate on a Region), what to do after a setting changed, and the
+    debugger's value of an address expression ("$pc"; None: numbers only)."""
 
     process: object = None
     cache: object = None
     symbol_file: Optional[Tuple[str, Callable]] = None
     setting_changed: Callable[[str], None] = lambda name: None
+    evaluate: Optional[Callable[[str], int]] = None
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,20 @@ class _Command(gdb.Command):
 def _context() -> Context:
     symfile.refresh()  # a safe point: a core loaded by "core-file" has had no stop yet
     loaded = symfile.FILES.loaded
-    return Context(STATE.process, STATE, (loaded, symfile.FILES.covers) if loaded else None)
+    return Context(STATE.process, STATE, (loaded, symfile.FILES.covers) if loaded else None,
+                   evaluate=_evaluate)
+
+
+def _evaluate(expression: str) -> int:
+    """GDB's value of an address expression ("$pc", "main", "0x7f..."): a function's
+    is its address."""
+    try:
+        value = gdb.parse_and_eval(expression)
+        if value.type.strip_typedefs().code == gdb.TYPE_CODE_FUNC:
+            value = value.address
+        return int(value) & 0xFFFFFFFFFFFFFFFF
+    except (gdb.error, TypeError, ValueError) as error:
+        raise CommandError(f"{expression}: {error}") from None
 
 
 def register_commands() -> None:

@@ -151,6 +151,9 @@ class GdbProcess(Process):
         connection = getattr(gdb.selected_inferior(), "connection", None)
         return connection.type if connection is not None else ""
 
+    def has_executable(self) -> bool:
+        return gdb.current_progspace().filename is not None
+
     def core_file(self) -> Optional[str]:
         if self.connection() != "core":
             return None

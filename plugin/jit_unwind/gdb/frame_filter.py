@@ -294,10 +294,13 @@ class JitFrameFilter:
 
     def filter(self, frame_iter):
         # The CPython model only once a backtrace needs it: not at the plugin's load.
+        from ..core_notes import missing_executable
         from .python_frames import interleave, python_thread
         frames = walk(frame_iter)
         try:
-            thread = python_thread()
+            # A core without its executable: GDB's frames are stack words, no place for
+            # Python frames (say_once has said how to give the executable).
+            thread = None if missing_executable(STATE.process) else python_thread()
         except Exception as error:  # Python frames are a bonus; never lose the native ones
             debug_log(f"cannot read Python frames: {error!r}")
             thread = None

@@ -30,7 +30,29 @@ def _context(item: Registered, debugger, exe_ctx) -> Context:
     target = context.process.target
     symfile.refresh(target)
     context.symbol_file = symfile.loaded(target)
+    context.evaluate = lambda text: _evaluate(exe_ctx, text)
     return context
+
+
+def _evaluate(exe_ctx, text: str) -> int:
+    """An address: a number, the selected frame's pc ("$pc"), or another register of
+    a frame LLDB unwound itself ("$rsp").  No expression evaluation: it may run code in
+    the process.  (A frame the provider made has a pc but no registers of its own.)"""
+    text = text.strip()
+    frame = exe_ctx.GetFrame()
+    if text in ("$pc", "$rip") and frame.IsValid():
+        return frame.GetPC()
+    if text.startswith("$") and frame.IsValid() and not frame.IsSynthetic():
+        register = frame.FindRegister(text[1:])
+        if register.IsValid() and register.GetValue() is not None:
+            return register.GetValueAsUnsigned()
+    if text.startswith("$"):
+        raise CommandError(f"{text}: no such register in the selected frame.")
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise CommandError(f"{text!r} is no address: give a number or a register "
+                           "($pc).") from None
 
 
 def _setting_changed(name: str, debugger) -> None:
@@ -66,7 +88,7 @@ class _Command:
         try:
             text = self.ITEM.command.run(_context(self.ITEM, debugger, exe_ctx),
                                          _argument(self.ITEM, command))
-            result.AppendMessage(text)
+            result.AppendMessage(lldb_help(text))  # the commands as LLDB names them
         except CommandError as error:
             result.SetError(lldb_help(str(error)))
         except Exception as error:  # never a traceback

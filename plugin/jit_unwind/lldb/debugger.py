@@ -354,6 +354,17 @@ class LldbProcess(Process):
                 return "native"
         return "remote"
 
+    def has_executable(self) -> bool:
+        # The target's first module, ours (the JIT symbol file, which LLDB then also
+        # reports as GetExecutable()) aside; for a core whose executable is gone LLDB
+        # keeps a module read from the core's memory, under a path with no file.
+        from .symfile import is_own_module
+        for index in range(min(self.target.GetNumModules(), 4)):
+            module = self.target.GetModuleAtIndex(index)
+            if not is_own_module(self.target, module):
+                return os.path.exists(module.GetFileSpec().fullpath or "")
+        return False
+
     def core_file(self) -> Optional[str]:
         if self.inner.GetPluginName() != "elf-core":
             return None

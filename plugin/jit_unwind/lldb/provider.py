@@ -19,6 +19,7 @@ from lldb.plugins.scripted_frame_provider import ScriptedFrameProvider
 from lldb.plugins.scripted_process import ScriptedFrame
 
 from . import frame_format
+from ..core_notes import missing_executable
 from ..decoration_gate import needs_decorating, walk_kept_inputs
 from ..frame_label import names_registered_frame
 from ..stack import MAX_FRAMES
@@ -138,7 +139,9 @@ class JitFrameProvider(ScriptedFrameProvider):
         try:
             cache = cache_for(self.thread.GetProcess())
             key = provider_walk_key(self.thread.GetThreadID())
-            python = setting("python-frames") and cache.is_python_process()
+            # A core without its executable: no place for Python frames among LLDB's.
+            python = (setting("python-frames") and cache.is_python_process()
+                      and not missing_executable(cache.process))
             if not needs_decorating(cache, lambda: python):
                 cache.per_stop(key, lambda: PASSTHROUGH)
                 return False

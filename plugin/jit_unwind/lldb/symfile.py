@@ -113,6 +113,11 @@ def in_symbol_file(target: "lldb.SBTarget", pc: int) -> bool:
     return target.ResolveLoadAddress(pc).GetModule() == module
 
 
+def is_own_module(target: "lldb.SBTarget", module: "lldb.SBModule") -> bool:
+    """Whether ``module`` is the symbol file we loaded into ``target``."""
+    return _modules.get(_key(target)) == module
+
+
 def loaded(target: "lldb.SBTarget"):
     """(path, predicate on a Region) for jit-regions, or None."""
     files = _files.get(_key(target))
