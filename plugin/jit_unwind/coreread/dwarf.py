@@ -11,6 +11,7 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from ..file_cache import FileCache
 from ..source_paths import shown_source_path
+from .lines import LineTable
 from .symbols import file_symbols, separate_debug_file
 
 MAX_DEPTH = 64  # inlined functions and blocks nested in one function
@@ -28,80 +29,6 @@ class SourceFrame(NamedTuple):
 
 def _text(value) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-
-
-class LineTable:
-    """A unit's rows as GDB's line table keeps them (``lnp_state_machine`` and
-    ``buildsym``): one table per file, sorted by address; a row leaving a file ends
-    that file's table there (a line-0 marker replacing its rows at that address); a
-    non-statement row switching files at an address that already had a statement row
-    is dropped, and so are rows of line 0.  A pc's line is the row at or below it with
-    the highest address over every file's table (GDB's ``find_pc_sect_line``)."""
-
-    def __init__(self, program):
-        tables: Dict[int, List[tuple]] = {}
-        last_file = last_address = None
-        stmt_at_address = False
-        for entry in program.get_entries():
-            state = entry.state
-            if state is None:
-                continue
-            end, address, file = state.end_sequence, state.address, state.file
-            changed = last_file != file
-            ignore = not end and (state.line == 0 or (
-                changed and last_address == address and not state.is_stmt
-                and stmt_at_address))
-            if ((changed and not ignore) or end) and last_file is not None:
-                _end_marker(tables.setdefault(last_file, []), address)
-            if not end and not ignore:
-                tables.setdefault(file, []).append((address, state.line, state.is_stmt))
-                last_file = file
-            if last_address != address:
-                stmt_at_address, last_address = False, address
-            stmt_at_address |= bool(state.is_stmt)
-            if end:  # GDB's state machine starts afresh for each sequence
-                last_file = last_address = None
-                stmt_at_address = False
-        self.tables = []
-        for file, rows in tables.items():
-            rows.sort(key=lambda row: (row[0], row[1] != 0))  # markers first at a pc
-            self.tables.append((file, [row[0] for row in rows], rows))
-
-    def row_at(self, address: int) -> Optional[tuple]:
-        """(file, line, is_stmt) GDB gives ``address``, None without a line."""
-        best = None
-        for file, addresses, rows in self.tables:
-            at = bisect.bisect_right(addresses, address) - 1
-            if at < 0:
-                continue
-            row = rows[at]
-            if best is not None and (row[0] < best[0] or (row[0] == best[0] and
-                                                          (row[1] == 0 or best[1]))):
-                continue
-            if not row[2]:  # GDB prefers a statement row at the same address
-                back = at
-                while back > 0 and rows[back - 1][0] == row[0] and rows[back - 1][1] != 0 \
-                        and not rows[back][2]:
-                    back -= 1
-                if rows[back][2]:
-                    row = rows[back]
-            best = (row[0], row[1], row[2], file)
-        if best is None or best[1] == 0:
-            return None
-        return best[3], best[1], best[2]
-
-
-def _end_marker(rows: List[tuple], address: int) -> None:
-    """GDB's end of a file's run at ``address``: the rows there give way to a line-0
-    marker (none for an empty run)."""
-    last_line = None
-    while rows:
-        last_line = rows[-1][1]
-        if rows[-1][0] != address:
-            break
-        rows.pop()
-    if last_line:
-        rows.append((address, 0, True))
 
 
 class Unit:

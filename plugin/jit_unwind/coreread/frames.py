@@ -15,7 +15,7 @@ from .. import debugger
 from ..frame_unwind import unwind_jit_code
 from ..unwind.cfi import unwind_with_cfi
 from ..unwind.x86_64 import starts_frame_pointer
-from .dwarf import SourceFrame, source_frames
+from .dwarf import SourceFrame
 
 CALLEE_SAVED = ("rbp", "rbx", "r12", "r13", "r14", "r15")
 OUTERMOST_FUNCTIONS = ("main",)  # GDB's "backtrace past-main off"
@@ -55,7 +55,7 @@ class PhysicalFrame:
         if not process.dwarf or "rip" not in self.registers:
             return []
         located = process.symbols.file_address(self.lookup())
-        return source_frames(*located) if located is not None else []
+        return process.source_frames(*located) if located is not None else []
 
     def symbol_name(self) -> Optional[str]:
         found = self.thread.process.symbols.function(self.lookup())

@@ -28,6 +28,7 @@ class CoreMemory(Memory):
 
     def __init__(self, image: CoreImage):
         self.image = image
+        self._files: dict = {}  # path -> contents, looked up once per core (no stat)
 
     def read(self, address: int, size: int) -> bytes:
         if size < 0 or address < 0 or address + size > 1 << 64:
@@ -60,7 +61,9 @@ class CoreMemory(Memory):
         mapping = self.image.file_at(address)
         if mapping is None:
             return None
-        content = file_contents(mapping.path)
+        content = self._files.get(mapping.path, False)
+        if content is False:
+            content = self._files[mapping.path] = file_contents(mapping.path)
         offset = mapping.offset + address - mapping.start
         size = min(end, mapping.end) - address
         if content is None or offset + size > len(content):

@@ -9,6 +9,7 @@ from typing import List, Optional
 from .. import debugger
 from ..model import Mapping
 from ..session import StopCache
+from .dwarf import source_frames
 from .frames import CoreThread
 from .image import CoreImage
 from .memory import CoreMemory
@@ -34,9 +35,19 @@ class CoreProcess(debugger.Process):
         self._core_path = str(core_path or image.path)
         self.symbols = Symbolizer(image, debug_files=dwarf)
         self.warnings: List[str] = []
+        self._sources: dict = {}  # (path, file address) -> its SourceFrames
         self.cache: Optional[StopCache] = None  # the one stop of a core
         self._threads = [CoreThread(self, i + 1, state)
                          for i, state in enumerate(image.threads)]
+
+    def source_frames(self, path: str, file_address: int) -> list:
+        """The functions DWARF has at ``file_address`` of ``path``, inlined ones first
+        (a deep recursion asks for the same few pcs again and again)."""
+        key = (path, file_address)
+        found = self._sources.get(key)
+        if found is None:
+            found = self._sources[key] = source_frames(path, file_address)
+        return found
 
     def making_frame(self, level: int) -> None:
         """Called as each physical frame is made (the fuzzer records reads by it)."""

@@ -109,6 +109,7 @@ class Symbolizer:
         self.image = image
         self.debug_files = debug_files
         self._bias: Dict[str, Optional[int]] = {}
+        self._files: Dict[str, list] = {}  # path -> its tables, found once per core
 
     def bias(self, path: str) -> Optional[int]:
         """Load bias of ``path``: its offset-0 mapping minus its first PT_LOAD's page."""
@@ -130,16 +131,18 @@ class Symbolizer:
         bias = self.bias(mapping.path)
         return None if bias is None else (mapping.path, address - bias)
 
-    def _tables(self, path: str):
-        symbols = file_symbols(path)
-        if symbols is None:
-            return
-        yield symbols
-        if self.debug_files and not symbols.has_dwarf:
-            debug = separate_debug_file(path)
-            found = file_symbols(debug) if debug else None
-            if found is not None:
-                yield found
+    def _tables(self, path: str) -> list:
+        tables = self._files.get(path)
+        if tables is None:
+            symbols = file_symbols(path)
+            tables = [symbols] if symbols is not None else []
+            if symbols is not None and self.debug_files and not symbols.has_dwarf:
+                debug = separate_debug_file(path)
+                found = file_symbols(debug) if debug else None
+                if found is not None:
+                    tables.append(found)
+            self._files[path] = tables
+        return tables
 
     def function(self, address: int) -> Optional[Tuple[int, str]]:
         """(run-time start, name) of the function holding ``address``."""
