@@ -11,12 +11,14 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from ..file_cache import FileCache
 from ..source_paths import shown_source_path
+from .dies import Skimmer, Unsupported
 from .lines import LineTable
 from .symbols import file_symbols, separate_debug_file
 
 MAX_DEPTH = 64  # inlined functions and blocks nested in one function
 MAX_ORIGIN = 8  # DW_AT_abstract_origin / DW_AT_specification links followed
 SCOPES = ("DW_TAG_inlined_subroutine", "DW_TAG_lexical_block")
+WANTED = SCOPES + ("DW_TAG_subprogram",)
 
 
 class SourceFrame(NamedTuple):
@@ -31,14 +33,90 @@ def _text(value) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
+class Node(NamedTuple):
+    """A function or block entry: where it is, its ranges, its call site."""
+
+    offset: int
+    tag: str
+    ranges: List[Tuple[int, int]]
+    call_file: Optional[int]
+    call_line: Optional[int]
+    handle: object  # the walk's own entry (a Skimmer Entry or a pyelftools DIE)
+
+
+class _Skimmed:
+    """Entries read by :class:`dies.Skimmer` (fast)."""
+
+    def __init__(self, unit: "Unit", sections: Tuple[bytes, bytes]):
+        self.unit = unit
+        self.skimmer = Skimmer(unit.cu, *sections)
+
+    def node(self, entry) -> Node:
+        kept = entry.attributes
+        low, high, ranges = (kept.get("DW_AT_low_pc"), kept.get("DW_AT_high_pc"),
+                             kept.get("DW_AT_ranges"))
+        if (low is not None and low[0] != "DW_FORM_addr") or (
+                ranges is not None and ranges[0] != "DW_FORM_sec_offset"):
+            raise Unsupported("indexed address or range list")
+        found = self.unit.ranges_of(low and low[1], high and high[1],
+                                    high is not None and high[0] == "DW_FORM_addr",
+                                    ranges and ranges[1])
+        call_file, call_line = kept.get("DW_AT_call_file"), kept.get("DW_AT_call_line")
+        return Node(entry.offset, entry.tag, found, call_file and call_file[1],
+                    call_line and call_line[1], entry)
+
+    def top(self) -> Node:
+        return self.node(self.skimmer.entry(self.unit.cu.cu_die_offset))
+
+    def children(self, node: Node) -> List[Node]:
+        return [self.node(entry) for entry in self.skimmer.children(node.handle)
+                if entry.tag in WANTED]
+
+    def subprograms(self, top: Node):
+        """The unit's top-level functions, one at a time (the index stops at the one a
+        pc needs)."""
+        for entry in self.skimmer.children_iter(top.handle):
+            if entry.tag == "DW_TAG_subprogram":
+                yield self.node(entry)
+
+
+class _Parsed:
+    """Entries parsed by pyelftools (every DWARF it reads)."""
+
+    def __init__(self, unit: "Unit"):
+        self.unit = unit
+
+    def node(self, die) -> Node:
+        attributes = die.attributes
+        low, high = attributes.get("DW_AT_low_pc"), attributes.get("DW_AT_high_pc")
+        ranges = attributes.get("DW_AT_ranges")
+        found = self.unit.ranges_of(low and low.value, high and high.value,
+                                    high is not None and high.form == "DW_FORM_addr",
+                                    ranges and ranges.value)
+        call_file, call_line = (attributes.get("DW_AT_call_file"),
+                                attributes.get("DW_AT_call_line"))
+        return Node(die.offset, die.tag, found, call_file and call_file.value,
+                    call_line and call_line.value, die)
+
+    def top(self) -> Node:
+        return self.node(self.unit.cu.get_top_DIE())
+
+    def children(self, node: Node) -> List[Node]:
+        return [self.node(die) for die in node.handle.iter_children() if die.tag in WANTED]
+
+    def subprograms(self, top: Node):
+        for die in top.handle.iter_children():
+            if die.tag == "DW_TAG_subprogram":
+                yield self.node(die)
+
+
 class Unit:
     """One compilation unit: its subprograms by range, its line table, file names."""
 
-    def __init__(self, dwarf, cu):
+    def __init__(self, dwarf, cu, sections: Optional[Tuple[bytes, bytes]]):
         self.dwarf = dwarf
         self.cu = cu
         top = cu.get_top_DIE()
-        self.top = top
         comp_dir = top.attributes.get("DW_AT_comp_dir")
         self.comp_dir = _text(comp_dir.value) if comp_dir is not None else ""
         self.base = top.attributes["DW_AT_low_pc"].value \
@@ -46,32 +124,53 @@ class Unit:
         self._lines: Optional[LineTable] = None
         self._program = None
         self._names: Dict[int, Optional[str]] = {}
-        functions = []
-        for child in top.iter_children():
-            if child.tag == "DW_TAG_subprogram":
-                for low, high in self.ranges(child):
-                    functions.append((low, high, child))
-        functions.sort(key=lambda item: item[0])
-        self.functions = functions
-        self._function_starts = [item[0] for item in functions]
+        try:
+            self.walk = _Skimmed(self, sections) if sections is not None else _Parsed(self)
+            self._index()
+        except Unsupported:
+            self.walk = _Parsed(self)
+            self._index()
 
-    def ranges(self, die) -> List[Tuple[int, int]]:
-        attributes = die.attributes
-        low = attributes.get("DW_AT_low_pc")
+    def _index(self) -> None:
+        self.top = self.walk.top()
+        self._pending = self.walk.subprograms(self.top)
+        self.functions: List[Tuple[int, int, Node]] = []
+        self._function_starts: List[int] = []
+
+    def _function_at(self, address: int) -> Optional[Node]:
+        """The subprogram holding ``address``: among those indexed, else indexing on
+        until it is found (a unit's functions are passed at most once)."""
+        index = bisect.bisect_right(self._function_starts, address) - 1
+        for candidate in range(index, max(index - 8, -1), -1):
+            low, high, node = self.functions[candidate]
+            if low <= address < high:
+                return node
+        found = None
+        for node in self._pending:
+            for low, high in node.ranges:
+                at = bisect.bisect_right(self._function_starts, low)
+                self.functions.insert(at, (low, high, node))
+                self._function_starts.insert(at, low)
+            if any(low <= address < high for low, high in node.ranges):
+                found = node  # aliases follow with the same range: GDB names the last
+            elif found is not None:
+                break
+        return found
+
+    def ranges_of(self, low: Optional[int], high: Optional[int], high_is_address: bool,
+                  ranges: Optional[int]) -> List[Tuple[int, int]]:
+        """[low, high) pairs from DW_AT_low_pc/high_pc or the range list at ``ranges``."""
         if low is not None:
-            high = attributes.get("DW_AT_high_pc")
             if high is None:
-                return [(low.value, low.value + 1)]
-            end = high.value if high.form == "DW_FORM_addr" else low.value + high.value
-            return [(low.value, end)]
-        if "DW_AT_ranges" not in attributes:
+                return [(low, low + 1)]
+            return [(low, high if high_is_address else low + high)]
+        if ranges is None:
             return []
         lists = self.dwarf.range_lists()
         if lists is None:
             return []
         try:
-            entries = lists.get_range_list_at_offset(attributes["DW_AT_ranges"].value,
-                                                     cu=self.cu)
+            entries = lists.get_range_list_at_offset(ranges, cu=self.cu)
         except Exception:  # a range list pyelftools cannot read: no range
             return []
         found, base = [], self.base
@@ -119,13 +218,13 @@ class Unit:
         full = filename if os.path.isabs(filename) else os.path.join(self.comp_dir, filename)
         return shown_source_path(filename, full)
 
-    def name(self, die) -> Optional[str]:
+    def name(self, offset: int) -> Optional[str]:
         """The function's name as GDB prints a C function: its linkage name where
         DWARF has one (``__GI_raise``), else its name; through abstract origins."""
-        if die.offset in self._names:
-            return self._names[die.offset]
+        if offset in self._names:
+            return self._names[offset]
         linkage = plain = None
-        current = die
+        current = self.cu.get_DIE_from_refaddr(offset)
         for _ in range(MAX_ORIGIN):
             attributes = current.attributes
             for key in ("DW_AT_linkage_name", "DW_AT_MIPS_linkage_name"):
@@ -142,19 +241,21 @@ class Unit:
                 current = current.get_DIE_from_attribute(origin.name)
             except Exception:  # a reference pyelftools cannot follow
                 break
-        self._names[die.offset] = found = linkage or plain
+        self._names[offset] = found = linkage or plain
         return found
 
-    def chain(self, address: int) -> list:
+    def chain(self, address: int) -> List[Node]:
         """The subprogram holding ``address`` and the inlined subroutines there, outer
         first; [] when no function of this unit holds it."""
-        index = bisect.bisect_right(self._function_starts, address) - 1
-        function = None
-        for candidate in range(index, max(index - 8, -1), -1):
-            low, high, die = self.functions[candidate]
-            if low <= address < high:
-                function = die
-                break
+        try:
+            return self._chain(address)
+        except Unsupported:
+            self.walk = _Parsed(self)
+            self._index()
+            return self._chain(address)
+
+    def _chain(self, address: int) -> List[Node]:
+        function = self._function_at(address)
         if function is None:
             return []
         chain = [function]
@@ -168,20 +269,19 @@ class Unit:
             scope = inner
         return chain
 
-    def _inner_scope(self, scope, address: int):
+    def _inner_scope(self, scope: Node, address: int, depth: int = 0) -> Optional[Node]:
         """The child block or inlined subroutine of ``scope`` holding ``address``
         (blocks without a range are looked into)."""
-        for child in scope.iter_children():
+        for child in self.walk.children(scope):
             if child.tag not in SCOPES:
                 continue
-            ranges = self.ranges(child)
-            if not ranges:
-                if child.tag == "DW_TAG_lexical_block" and child.has_children:
-                    inner = self._inner_scope(child, address)
+            if not child.ranges:
+                if child.tag == "DW_TAG_lexical_block" and depth < MAX_DEPTH:
+                    inner = self._inner_scope(child, address, depth + 1)
                     if inner is not None:
                         return inner
                 continue
-            if any(low <= address < high for low, high in ranges):
+            if any(low <= address < high for low, high in child.ranges):
                 return child
         return None
 
@@ -194,13 +294,38 @@ class Unit:
         filename = self.file_name(row[0]) if row is not None else None
         line = row[1] if row is not None else None
         frames = []
-        for die in reversed(chain):
-            frames.append(SourceFrame(self.name(die), filename, line if filename else None))
-            call_file = die.attributes.get("DW_AT_call_file")
-            call_line = die.attributes.get("DW_AT_call_line")
-            filename = self.file_name(call_file.value) if call_file is not None else None
-            line = call_line.value if call_line is not None else None
+        for node in reversed(chain):
+            frames.append(SourceFrame(self.name(node.offset), filename,
+                                      line if filename else None))
+            filename = self.file_name(node.call_file) if node.call_file is not None \
+                else None
+            line = node.call_line
         return frames
+
+
+def read_aranges(data: bytes) -> List[Tuple[int, int, int]]:
+    """(start, end, unit offset) of each range of ``.debug_aranges`` (32-bit DWARF,
+    8-byte addresses; other sets are left out), sorted."""
+    found = []
+    at = 0
+    while at + 12 <= len(data):
+        length = int.from_bytes(data[at:at + 4], "little")
+        if length == 0xFFFFFFFF:
+            break  # 64-bit DWARF: the units are found without this table
+        end = at + 4 + length
+        unit = int.from_bytes(data[at + 6:at + 10], "little")
+        address_size = data[at + 10]
+        position = at + 12
+        position += (-position) % 16  # tuples are aligned to twice the address size
+        while address_size == 8 and position + 16 <= end:
+            start = int.from_bytes(data[position:position + 8], "little")
+            size = int.from_bytes(data[position + 8:position + 16], "little")
+            position += 16
+            if start == 0 and size == 0:
+                break
+            found.append((start, start + size, unit))
+        at = end
+    return sorted(found)
 
 
 class DwarfFile:
@@ -212,24 +337,27 @@ class DwarfFile:
         self._handle = open(path, "rb")  # kept for the file's life
         self.dwarf = ELFFile(self._handle).get_dwarf_info(follow_links=False)
         self._units: Dict[int, Optional[Unit]] = {}
-        aranges = self.dwarf.get_aranges()
-        self._aranges = aranges
+        info, abbrevs = self.dwarf.debug_info_sec, self.dwarf.debug_abbrev_sec
+        self._sections = (info.stream.getvalue(), abbrevs.stream.getvalue()) \
+            if hasattr(info.stream, "getvalue") and abbrevs is not None else None
+        section = self.dwarf.debug_aranges_sec
         self._ranges: Optional[List[Tuple[int, int, int]]] = None
+        if section is not None:
+            self._ranges = read_aranges(section.stream.getvalue())
+        self._starts = [item[0] for item in self._ranges or ()]
 
     def _unit_offset(self, address: int) -> Optional[int]:
-        if self._aranges is not None:
-            try:
-                return self._aranges.cu_offset_at_addr(address)
-            except Exception:
-                pass
-        if self._ranges is None:  # no .debug_aranges: every unit's ranges, once
+        if not self._ranges:  # no .debug_aranges: every unit's ranges, once
             found = []
             for cu in self.dwarf.iter_CUs():
                 unit = self._unit_at(cu.cu_offset, cu)
                 if unit is not None:
-                    found += [(low, high, cu.cu_offset) for low, high in unit.ranges(unit.top)]
+                    found += [(low, high, cu.cu_offset) for low, high in unit.top.ranges]
             self._ranges = sorted(found)
-        for low, high, offset in self._ranges:
+            self._starts = [item[0] for item in self._ranges]
+        index = bisect.bisect_right(self._starts, address) - 1
+        for candidate in range(index, max(index - 8, -1), -1):
+            low, high, offset = self._ranges[candidate]
             if low <= address < high:
                 return offset
         return None
@@ -237,7 +365,8 @@ class DwarfFile:
     def _unit_at(self, offset: int, cu=None) -> Optional[Unit]:
         if offset not in self._units:
             try:
-                self._units[offset] = Unit(self.dwarf, cu or self.dwarf.get_CU_at(offset))
+                self._units[offset] = Unit(self.dwarf, cu or self.dwarf.get_CU_at(offset),
+                                           self._sections)
             except Exception:  # a unit pyelftools cannot read
                 self._units[offset] = None
         return self._units[offset]

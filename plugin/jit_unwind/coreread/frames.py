@@ -12,9 +12,6 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional
 
 from .. import debugger
-from ..frame_unwind import unwind_jit_code
-from ..unwind.cfi import unwind_with_cfi
-from ..unwind.x86_64 import starts_frame_pointer
 from .dwarf import SourceFrame
 
 CALLEE_SAVED = ("rbp", "rbx", "r12", "r13", "r14", "r15")
@@ -89,6 +86,7 @@ class PhysicalFrame:
         caller = None
         located = process.symbols.file_address(lookup)
         if located is not None:
+            from ..unwind.cfi import unwind_with_cfi  # here: --python-only walks nothing
             caller = unwind_with_cfi(process.memory, located[0], located[1], self.registers)
             if caller == {}:
                 return Unwinding(outermost=True)
@@ -104,6 +102,7 @@ class PhysicalFrame:
         return self._checked(caller, sp)
 
     def _frame_pointer(self, lookup: int) -> Optional[Dict[str, int]]:
+        from ..unwind.x86_64 import starts_frame_pointer
         process = self.thread.process
         found = process.symbols.function(lookup)
         code = process.memory.try_read(found[0], 8) if found else None
@@ -126,6 +125,7 @@ class PhysicalFrame:
                     ) -> Optional[Unwinding]:
         """The GDB unwinder's calls; for a ``registered`` trace, None where it leaves
         the frame to GDB's rules."""
+        from ..frame_unwind import unwind_jit_code  # the strategies, once JIT code is met
         process = self.thread.process
         innermost = self.index == 0
         # No stale interpreter frames are known without DWARF's eval-loop variables.
