@@ -8,7 +8,9 @@ function holding a pc in CPython's ceval.c passes thousands.  Anything unusual h
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
 KEPT = {"DW_AT_low_pc", "DW_AT_high_pc", "DW_AT_ranges", "DW_AT_sibling",
-        "DW_AT_call_file", "DW_AT_call_line"}
+        "DW_AT_call_file", "DW_AT_call_line", "DW_AT_name", "DW_AT_linkage_name",
+        "DW_AT_MIPS_linkage_name", "DW_AT_abstract_origin", "DW_AT_specification",
+        "DW_AT_comp_dir", "DW_AT_stmt_list"}
 FIXED = {"DW_FORM_addr": 8, "DW_FORM_data1": 1, "DW_FORM_ref1": 1, "DW_FORM_flag": 1,
          "DW_FORM_strx1": 1, "DW_FORM_addrx1": 1, "DW_FORM_data2": 2, "DW_FORM_ref2": 2,
          "DW_FORM_strx2": 2, "DW_FORM_addrx2": 2, "DW_FORM_strx3": 3, "DW_FORM_addrx3": 3,
@@ -98,7 +100,7 @@ class Skimmer:
     """One unit's entries, read from ``data`` (the whole .debug_info) with its
     abbreviations from ``abbrevs`` (the whole .debug_abbrev)."""
 
-    def __init__(self, cu, data: bytes, abbrevs: bytes):
+    def __init__(self, cu, data: bytes, abbrevs: bytes, strings: Dict[str, bytes]):
         if cu.structs.dwarf_format != 32 or cu.structs.address_size != 8:
             raise Unsupported("64-bit DWARF or 32-bit addresses")
         self.cu = cu
@@ -106,6 +108,7 @@ class Skimmer:
         self.base = cu.cu_offset
         self.end = cu.cu_offset + cu["unit_length"] + 4
         self._abbrevs = read_abbrevs(abbrevs, cu["debug_abbrev_offset"])
+        self._strings = strings  # .debug_str and .debug_line_str, by form
         self.passed = 0
 
     def _abbrev(self, code: int) -> tuple:
@@ -114,8 +117,30 @@ class Skimmer:
             raise Unsupported(f"no abbreviation {code}")
         return found
 
-    def entry(self, offset: int) -> Optional[Entry]:
-        """The entry at ``offset``, None for a null entry (the end of its siblings)."""
+    def text(self, kept: Tuple[str, int]) -> str:
+        """A kept string attribute's text."""
+        form, value = kept
+        if form == "DW_FORM_string":
+            data = self.data
+        elif form in self._strings:
+            data = self._strings[form]
+        else:
+            raise Unsupported(form)
+        end = data.index(b"\0", value)
+        return bytes(data[value:end]).decode("utf-8", "replace")
+
+    def reference(self, kept: Tuple[str, int]) -> int:
+        """The .debug_info offset a kept reference attribute points to, in this unit."""
+        form, value = kept
+        target = self.base + value if form in REFERENCES else (
+            value if form == "DW_FORM_ref_addr" else None)
+        if target is None or not self.base <= target < self.end:
+            raise Unsupported("a reference out of the unit")
+        return target
+
+    def entry(self, offset: int, whole_unit: bool = False) -> Optional[Entry]:
+        """The entry at ``offset``, None for a null entry (the end of its siblings);
+        ``whole_unit``: the unit's own entry, whose children end with the unit."""
         self.passed += 1
         if self.passed > MAX_ENTRIES or not self.base <= offset < self.end:
             raise Unsupported("runaway pass")
@@ -141,6 +166,8 @@ class Skimmer:
             elif form == "DW_FORM_sdata":
                 at = _sleb_end(data, at)
             elif form == "DW_FORM_string":
+                if name in KEPT:
+                    kept[name] = (form, at)
                 at = data.index(b"\0", at) + 1
             elif form in ("DW_FORM_exprloc", "DW_FORM_block"):
                 length, at = _uleb(data, at)
@@ -152,6 +179,8 @@ class Skimmer:
                 raise Unsupported(form)
         if not has_children:
             return Entry(offset, tag, None, at, kept)
+        if whole_unit:
+            return Entry(offset, tag, at, self.end, kept)
         sibling = kept.get("DW_AT_sibling")
         if sibling is not None and sibling[0] in REFERENCES:
             return Entry(offset, tag, at, self.base + sibling[1], kept)

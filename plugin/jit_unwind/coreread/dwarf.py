@@ -6,6 +6,7 @@ its subprograms are indexed once, only the one holding the pc is descended into,
 the unit's line table is decoded once, keeping only what GDB's own table keeps."""
 
 import bisect
+import io
 import os
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
@@ -47,9 +48,33 @@ class Node(NamedTuple):
 class _Skimmed:
     """Entries read by :class:`dies.Skimmer` (fast)."""
 
-    def __init__(self, unit: "Unit", sections: Tuple[bytes, bytes]):
+    def __init__(self, unit: "Unit", sections: tuple):
         self.unit = unit
         self.skimmer = Skimmer(unit.cu, *sections)
+        self._top = self.skimmer.entry(unit.cu.cu_die_offset, whole_unit=True)
+        kept = self._top.attributes
+        unit.comp_dir = self.skimmer.text(kept["DW_AT_comp_dir"]) \
+            if "DW_AT_comp_dir" in kept else ""
+        low = kept.get("DW_AT_low_pc")
+        unit.base = low[1] if low is not None else 0
+        stmt = kept.get("DW_AT_stmt_list")
+        unit.stmt_list = stmt[1] if stmt is not None else None
+
+    def name(self, offset: int) -> Optional[str]:
+        """The name GDB prints for the function entry at ``offset`` (Unit.name)."""
+        linkage = plain = None
+        for _ in range(MAX_ORIGIN):
+            kept = self.skimmer.entry(offset).attributes
+            for key in ("DW_AT_linkage_name", "DW_AT_MIPS_linkage_name"):
+                if key in kept and linkage is None:
+                    linkage = self.skimmer.text(kept[key])
+            if "DW_AT_name" in kept and plain is None:
+                plain = self.skimmer.text(kept["DW_AT_name"])
+            origin = kept.get("DW_AT_abstract_origin") or kept.get("DW_AT_specification")
+            if origin is None:
+                break
+            offset = self.skimmer.reference(origin)
+        return linkage or plain
 
     def node(self, entry) -> Node:
         kept = entry.attributes
@@ -66,7 +91,7 @@ class _Skimmed:
                     call_line and call_line[1], entry)
 
     def top(self) -> Node:
-        return self.node(self.skimmer.entry(self.unit.cu.cu_die_offset))
+        return self.node(self._top)
 
     def children(self, node: Node) -> List[Node]:
         return [self.node(entry) for entry in self.skimmer.children(node.handle)
@@ -85,6 +110,15 @@ class _Parsed:
 
     def __init__(self, unit: "Unit"):
         self.unit = unit
+        top = unit.cu.get_top_DIE()
+        comp_dir = top.attributes.get("DW_AT_comp_dir")
+        unit.comp_dir = _text(comp_dir.value) if comp_dir is not None else ""
+        unit.base = top.attributes["DW_AT_low_pc"].value \
+            if "DW_AT_low_pc" in top.attributes else 0
+        unit.stmt_list = None  # pyelftools finds it
+
+    def name(self, offset: int) -> Optional[str]:
+        return self.unit.parsed_name(offset)
 
     def node(self, die) -> Node:
         attributes = die.attributes
@@ -116,11 +150,8 @@ class Unit:
     def __init__(self, dwarf, cu, sections: Optional[Tuple[bytes, bytes]]):
         self.dwarf = dwarf
         self.cu = cu
-        top = cu.get_top_DIE()
-        comp_dir = top.attributes.get("DW_AT_comp_dir")
-        self.comp_dir = _text(comp_dir.value) if comp_dir is not None else ""
-        self.base = top.attributes["DW_AT_low_pc"].value \
-            if "DW_AT_low_pc" in top.attributes else 0
+        self.comp_dir, self.base = "", 0
+        self.stmt_list: Optional[int] = None
         self._lines: Optional[LineTable] = None
         self._program = None
         self._names: Dict[int, Optional[str]] = {}
@@ -185,7 +216,10 @@ class Unit:
 
     def program(self):
         if self._program is None:
-            self._program = self.dwarf.line_program_for_CU(self.cu)
+            # The unit's own entry gave the offset: pyelftools need not parse it again.
+            self._program = self.dwarf.line_program_for_CU(self.cu) \
+                if self.stmt_list is None else \
+                self.dwarf._parse_line_program_at_offset(self.stmt_list, self.cu.structs)
         return self._program
 
     def lines(self) -> Optional[LineTable]:
@@ -221,8 +255,15 @@ class Unit:
     def name(self, offset: int) -> Optional[str]:
         """The function's name as GDB prints a C function: its linkage name where
         DWARF has one (``__GI_raise``), else its name; through abstract origins."""
-        if offset in self._names:
-            return self._names[offset]
+        if offset not in self._names:
+            try:
+                self._names[offset] = self.walk.name(offset)
+            except Unsupported:
+                self._names[offset] = self.parsed_name(offset)
+        return self._names[offset]
+
+    def parsed_name(self, offset: int) -> Optional[str]:
+        """Unit.name through pyelftools."""
         linkage = plain = None
         current = self.cu.get_DIE_from_refaddr(offset)
         for _ in range(MAX_ORIGIN):
@@ -241,8 +282,7 @@ class Unit:
                 current = current.get_DIE_from_attribute(origin.name)
             except Exception:  # a reference pyelftools cannot follow
                 break
-        self._names[offset] = found = linkage or plain
-        return found
+        return linkage or plain
 
     def chain(self, address: int) -> List[Node]:
         """The subprogram holding ``address`` and the inlined subroutines there, outer
@@ -328,17 +368,44 @@ def read_aranges(data: bytes) -> List[Tuple[int, int, int]]:
     return sorted(found)
 
 
+# Sections pyelftools reads (and decompresses) for its DWARF view that a pc's names and
+# lines never need: variable locations, .debug_frame (the walk reads .eh_frame), indexes.
+UNREAD = {".debug_loc", ".debug_loclists", ".debug_frame", ".eh_frame", ".debug_pubnames",
+          ".debug_pubtypes", ".debug_types", ".debug_sup", ".gnu_debugaltlink"}
+
+
+def _elf_file(handle):
+    """pyelftools' ELFFile, leaving the UNREAD sections empty: libc's debug file holds
+    megabytes of compressed location lists."""
+    from elftools.elf.elffile import ELFFile
+
+    class Lean(ELFFile):
+        def _read_dwarf_section(self, section, relocate_dwarf_sections):
+            if section.name not in UNREAD:
+                return super()._read_dwarf_section(section, relocate_dwarf_sections)
+            from elftools.dwarf.dwarfinfo import DebugSectionDescriptor
+            return DebugSectionDescriptor(stream=io.BytesIO(), name=section.name,
+                                          global_offset=section["sh_offset"], size=0,
+                                          address=section["sh_addr"])
+
+    return Lean(handle)
+
+
 class DwarfFile:
     """The DWARF of one file (its own, or its separate debug file's): compilation units
     by address, decoded on first use."""
 
     def __init__(self, path: str):
-        from elftools.elf.elffile import ELFFile
         self._handle = open(path, "rb")  # kept for the file's life
-        self.dwarf = ELFFile(self._handle).get_dwarf_info(follow_links=False)
+        # Linked files: no relocations to apply (looking for them costs 50 ms a file).
+        self.dwarf = _elf_file(self._handle).get_dwarf_info(relocate_dwarf_sections=False,
+                                                            follow_links=False)
         self._units: Dict[int, Optional[Unit]] = {}
         info, abbrevs = self.dwarf.debug_info_sec, self.dwarf.debug_abbrev_sec
-        self._sections = (info.stream.getvalue(), abbrevs.stream.getvalue()) \
+        strings = {form: section.stream.getvalue() for form, section in (
+            ("DW_FORM_strp", self.dwarf.debug_str_sec),
+            ("DW_FORM_line_strp", self.dwarf.debug_line_str_sec)) if section is not None}
+        self._sections = (info.stream.getvalue(), abbrevs.stream.getvalue(), strings) \
             if hasattr(info.stream, "getvalue") and abbrevs is not None else None
         section = self.dwarf.debug_aranges_sec
         self._ranges: Optional[List[Tuple[int, int, int]]] = None

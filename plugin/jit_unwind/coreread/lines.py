@@ -97,43 +97,26 @@ def rows(program):
                 _, at = _uleb(data, at)
 
 
-class LineTable:
-    """A unit's rows as GDB's line table keeps them (``lnp_state_machine`` and
-    ``buildsym``): one table per file, sorted by address; a row leaving a file ends
-    that file's table there (a line-0 marker replacing its rows at that address); a
-    non-statement row switching files at an address that already had a statement row
-    is dropped, and so are rows of line 0.  A pc's line is the row at or below it with
-    the highest address over every file's table (GDB's ``find_pc_sect_line``)."""
+class Sequence:
+    """One sequence of the program (a run of contiguous code): per file, its rows in
+    address order."""
 
-    def __init__(self, program):
-        tables: Dict[int, List[Row]] = {}
-        last_file = last_address = None
-        stmt_at_address = False
-        for address, file, line, is_stmt, end in rows(program):
-            changed = last_file != file
-            ignore = not end and (line == 0 or (
-                changed and last_address == address and not is_stmt and stmt_at_address))
-            if ((changed and not ignore) or end) and last_file is not None:
-                _end_marker(tables.setdefault(last_file, []), address)
-            if not end and not ignore:
-                tables.setdefault(file, []).append((address, line, is_stmt))
-                last_file = file
-            if last_address != address:
-                stmt_at_address, last_address = False, address
-            stmt_at_address |= is_stmt
-            if end:  # GDB's state machine starts afresh for each sequence
-                last_file = last_address = None
-                stmt_at_address = False
-        self.tables = []
-        for file, found in tables.items():
-            found.sort(key=lambda row: (row[0], row[1] != 0))  # markers first at a pc
-            self.tables.append((file, [row[0] for row in found], found))
+    def __init__(self, start: int):
+        self.start = start
+        self.end: Optional[int] = None  # set at its end_sequence row
+        self.last = start  # the highest address decoded so far
+        self.tables: Dict[int, List[Row]] = {}
+
+    def holds(self, address: int) -> bool:
+        """Whether ``address`` is inside, as far as decoded (a sequence's addresses
+        only grow)."""
+        return self.start <= address and (address < self.end if self.end is not None
+                                          else address < self.last)
 
     def row_at(self, address: int) -> Optional[Tuple[int, int, bool]]:
-        """(file, line, is_stmt) GDB gives ``address``, None without a line."""
         best = None
-        for file, addresses, found in self.tables:
-            at = bisect.bisect_right(addresses, address) - 1
+        for file, found in self.tables.items():
+            at = bisect.bisect_right([row[0] for row in found], address) - 1
             if at < 0:
                 continue
             row = found[at]
@@ -151,6 +134,62 @@ class LineTable:
         if best is None or best[1] == 0:
             return None
         return best[3], best[1], best[2]
+
+
+class LineTable:
+    """A unit's rows as GDB's line table keeps them (``lnp_state_machine`` and
+    ``buildsym``): one table per file, in address order; a row leaving a file ends
+    that file's table there (a line-0 marker replacing its rows at that address); a
+    non-statement row switching files at an address that already had a statement row
+    is dropped, and so are rows of line 0.  A pc's line is the row at or below it with
+    the highest address over every file's table (GDB's ``find_pc_sect_line``): only
+    the sequence holding the pc has such rows, so the program is decoded only until
+    that sequence is past the pc (on for the next pc asked)."""
+
+    def __init__(self, program):
+        self._rows = rows(program)
+        self.sequences: List[Sequence] = []  # decoded to their end
+        self._current: Optional[Sequence] = None
+        self._last_file: Optional[int] = None
+        self._last_address: Optional[int] = None
+        self._stmt_at_address = False
+
+    def _add(self, address: int, file: int, line: int, is_stmt: bool, end: bool) -> None:
+        current = self._current
+        if current is None:
+            current = self._current = Sequence(address)
+        changed = self._last_file != file
+        ignore = not end and (line == 0 or (
+            changed and self._last_address == address and not is_stmt
+            and self._stmt_at_address))
+        if ((changed and not ignore) or end) and self._last_file is not None:
+            _end_marker(current.tables.setdefault(self._last_file, []), address)
+        if not end and not ignore:
+            current.tables.setdefault(file, []).append((address, line, is_stmt))
+            self._last_file = file
+        if self._last_address != address:
+            self._stmt_at_address, self._last_address = False, address
+        self._stmt_at_address |= is_stmt
+        current.last = max(current.last, address)
+        if end:  # GDB's state machine starts afresh for each sequence
+            current.end = address
+            self.sequences.append(current)
+            self._current = self._last_file = self._last_address = None
+            self._stmt_at_address = False
+
+    def row_at(self, address: int) -> Optional[Tuple[int, int, bool]]:
+        """(file, line, is_stmt) GDB gives ``address``, None without a line."""
+        for sequence in self.sequences:
+            if sequence.holds(address):
+                return sequence.row_at(address)
+        for row in self._rows:
+            self._add(*row)
+            if row[4]:
+                if self.sequences[-1].holds(address):
+                    return self.sequences[-1].row_at(address)
+            elif self._current is not None and self._current.holds(address):
+                return self._current.row_at(address)
+        return None
 
 
 def _end_marker(found: List[Row], address: int) -> None:
