@@ -75,13 +75,42 @@ def core(request, tmp_path_factory):
     remove_perf_map(output)
 
 
-def gdb_document(program, core, tmp_path):
+TEXT = "py-mixed-bt --all-threads"
+
+
+def gdb_document(program, core, tmp_path, text=False):
+    """GDB 18's document of the core, its tail-call frames' levels by thread number,
+    and (``text``) its text."""
     script = tmp_path / "tail_calls.py"
     script.write_text(TAIL_CALLS)
-    transcript = driver("gdb18").open_core(program, core, [COMMAND, f"source {script}"])
+    transcript = driver("gdb18").open_core(program, core,
+                                           [COMMAND, TEXT, f"source {script}"])
     tail_calls = json.loads(re.search(r"^tail-calls (.*)$", transcript.whole, re.M).group(1))
-    return (transcript.document(COMMAND),
-            {int(number): levels for number, levels in tail_calls.items()})
+    levels = {int(number): levels for number, levels in tail_calls.items()}
+    if text:
+        return transcript.document(COMMAND), levels, transcript.output(TEXT)
+    return transcript.document(COMMAND), levels
+
+
+def text_without_tail_calls(text, tail_calls):
+    """py-mixed-bt's text without the frames at ``tail_calls`` (levels by thread
+    number), the others renumbered."""
+    kept, thread, level, dropping = [], None, 0, False
+    for line in text.strip("\n").splitlines():
+        heading = re.match(r"Thread (\d+) ", line)
+        frame = re.match(r"#(\d+) +(.*)$", line)
+        if heading:
+            thread, level, dropping = int(heading.group(1)), 0, False
+        elif frame:
+            dropping = int(frame.group(1)) in tail_calls.get(thread, ())
+            if dropping:
+                continue
+            line = f"#{level:<3} {frame.group(2)}"
+            level += 1
+        elif dropping and line.startswith(" "):
+            continue
+        kept.append(line)
+    return "\n".join(kept)
 
 
 def without_tail_calls(document, is_tail_call):
@@ -135,32 +164,35 @@ def gdb_expected(core, tmp_path_factory):
     """GDB 18's document of the core without its tail-call frames, and (pc, function)
     of those."""
     program, core_file = core
-    gdb, tail_calls = gdb_document(program, core_file, tmp_path_factory.mktemp("gdb"))
+    gdb, tail_calls, text = gdb_document(program, core_file, tmp_path_factory.mktemp("gdb"),
+                                         text=True)
     expected, gdb_tail_calls = without_tail_calls(
         gdb, lambda number, frame: frame["level"] in tail_calls.get(number, ()))
     frames = expected["threads"][0]["frames"]
     assert len(frames) > 8 and any(f["kind"] == "jit" for f in frames), gdb
-    return expected, gdb_tail_calls
+    return expected, gdb_tail_calls, text_without_tail_calls(text, tail_calls)
 
 
 def test_gdb_and_lldb_give_the_same_document(core, gdb_expected):
     program, core_file = core
-    expected, gdb_tail_calls = gdb_expected
+    expected, gdb_tail_calls, _ = gdb_expected
     for name in ("lldb23", "lldb19"):
         document, lldb_tail_calls = lldb_without_tail_calls(name, program, core_file)
         assert lldb_tail_calls <= gdb_tail_calls, name
         assert document == expected, f"{name}:\n" + differences(document, expected)
 
 
-def no_debugger(*args):
-    """``jit-unwind core --debugger none --json ARGS`` as a user runs it: its exit status,
-    its JSON document (None when it printed none) and its stderr."""
+def no_debugger(*args, text=False):
+    """``jit-unwind core --debugger none --json ARGS`` (``text``: without --json) as a
+    user runs it: its exit status, its JSON document (None when it printed none; the
+    text) and its stderr."""
     result = subprocess.run([sys.executable, "-m", "jit_unwind", "core", "--debugger", "none",
-                             "--json", *map(str, args)], capture_output=True, text=True,
+                             *([] if text else ["--json"]), *map(str, args)],
+                            capture_output=True, text=True,
                             env=dict(os.environ, PYTHONPATH=str(REPO / "plugin")),
                             timeout=300)
-    return (result.returncode, json.loads(result.stdout) if result.stdout else None,
-            result.stderr)
+    output = result.stdout if text else json.loads(result.stdout) if result.stdout else None
+    return result.returncode, output, result.stderr
 
 
 def test_without_a_debugger_the_document_is_gdbs(core, gdb_expected):
@@ -170,6 +202,9 @@ def test_without_a_debugger_the_document_is_gdbs(core, gdb_expected):
     status, document, errors = no_debugger(core_file, program[0])
     assert status == (0 if has_python else 1), errors  # 1: "no Python frames found"
     assert document == expected, "--debugger none:\n" + differences(document, expected)
+    # The text: GDB's py-mixed-bt, line for line (its tail-call frames left out).
+    status, text, errors = no_debugger(core_file, program[0], text=True)
+    assert text.strip("\n") == gdb_expected[2], errors
     # --python-only: the same threads and Python frames, without the native walk.
     status, python_only, errors = no_debugger("--python-only", core_file, program[0])
     if not has_python:

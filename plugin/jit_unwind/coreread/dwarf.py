@@ -30,6 +30,14 @@ class SourceFrame(NamedTuple):
     line: Optional[int]
 
 
+def _shown_name(linkage: Optional[str], plain: Optional[str]) -> Optional[str]:
+    """GDB prints a C function by its linkage name (``__GI_raise``); a mangled C++ one
+    it demangles, which is not done here: its DWARF name instead."""
+    if linkage and not linkage.startswith("_Z"):
+        return linkage
+    return plain or linkage
+
+
 def _text(value) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
@@ -74,7 +82,7 @@ class _Skimmed:
             if origin is None:
                 break
             offset = self.skimmer.reference(origin)
-        return linkage or plain
+        return _shown_name(linkage, plain)
 
     def node(self, entry) -> Node:
         kept = entry.attributes
@@ -282,7 +290,7 @@ class Unit:
                 current = current.get_DIE_from_attribute(origin.name)
             except Exception:  # a reference pyelftools cannot follow
                 break
-        return linkage or plain
+        return _shown_name(linkage, plain)
 
     def chain(self, address: int) -> List[Node]:
         """The subprogram holding ``address`` and the inlined subroutines there, outer
