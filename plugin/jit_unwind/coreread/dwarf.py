@@ -101,9 +101,9 @@ class _Skimmed:
     def top(self) -> Node:
         return self.node(self._top)
 
-    def children(self, node: Node) -> List[Node]:
-        return [self.node(entry) for entry in self.skimmer.children(node.handle)
-                if entry.tag in WANTED]
+    def children(self, node: Node):
+        return (self.node(entry) for entry in self.skimmer.children_iter(node.handle)
+                if entry.tag in WANTED)
 
     def subprograms(self, top: Node):
         """The unit's top-level functions, one at a time (the index stops at the one a
@@ -143,8 +143,8 @@ class _Parsed:
     def top(self) -> Node:
         return self.node(self.unit.cu.get_top_DIE())
 
-    def children(self, node: Node) -> List[Node]:
-        return [self.node(die) for die in node.handle.iter_children() if die.tag in WANTED]
+    def children(self, node: Node):
+        return (self.node(die) for die in node.handle.iter_children() if die.tag in WANTED)
 
     def subprograms(self, top: Node):
         for die in top.handle.iter_children():
