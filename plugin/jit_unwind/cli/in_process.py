@@ -2,6 +2,7 @@
 file itself (``jit_unwind.coreread``), for machines without GDB or LLDB; its text and
 JSON are those the debuggers print."""
 
+import sys
 from typing import Optional
 
 from .debuggers import BatchResult, Debugger
@@ -33,6 +34,11 @@ def run_core(core: str, executable: str, named: Optional[str], options) -> Batch
         _use_executable(process, named, executable)
     except (OSError, ValueError) as error:
         raise CliError(f"cannot read core file {core}: {error}") from None
+    from ..elf_lookup import have_pyelftools
+    if not have_pyelftools():
+        process.warn(f"pyelftools is not installed in {sys.executable}: native frames are "
+                     "found by frame pointers only and named by the symbol tables, without "
+                     "files and lines (pip install pyelftools)")
     errors = ""
     try:
         output = py_mixed_bt(process, process.cache, argv) + "\n"

@@ -29,38 +29,39 @@ class FileSymbols:
             link = elf.sections.get(".gnu_debuglink")
             self.debug_link = (link.data().split(b"\0")[0].decode("utf-8", "replace")
                                if link is not None else None)
-            entries: List[Tuple[int, int, str]] = []
+            entries: List[Tuple[int, int, int]] = []
+            self._names = b""
             for table, strings in ((".symtab", ".strtab"), (".dynsym", ".dynstr")):
-                entries = _functions(elf, table, strings)
+                entries, self._names = _functions(elf, table, strings)
                 if entries:
                     break
         entries.sort()
-        self.entries = entries
+        self.entries = entries  # (start, end, where the name is in _names)
         self.starts = [entry[0] for entry in entries]
 
     def function(self, file_address: int) -> Optional[Tuple[int, str]]:
         """(start, name) of the function holding ``file_address``."""
         index = bisect.bisect_right(self.starts, file_address) - 1
         for candidate in range(index, max(index - 16, -1), -1):  # sizes may nest
-            start, end, name = self.entries[candidate]
+            start, end, name_at = self.entries[candidate]
             if start <= file_address < end:
-                return start, name
+                name_end = self._names.find(b"\0", name_at)
+                return start, self._names[name_at:name_end].decode("utf-8", "replace")
         return None
 
 
-def _functions(elf: RawElf, table: str, strings: str) -> List[Tuple[int, int, str]]:
+def _functions(elf: RawElf, table: str, strings: str) -> Tuple[List[Tuple[int, int, int]],
+                                                                bytes]:
+    """The function symbols of ``table`` (names decoded when asked for) and its names."""
     section, names = elf.sections.get(table), elf.sections.get(strings)
     if section is None or names is None:
-        return []
-    data, text = section.data(), names.data()
-    entries = []
-    for name_at, info, _other, shndx, value, size in _SYMBOL.iter_unpack(
-            data[:len(data) - len(data) % _SYMBOL.size]):
-        if (info & 0xF) in (STT_FUNC, STT_GNU_IFUNC) and value and shndx:
-            end = text.find(b"\0", name_at)
-            entries.append((value, value + max(size, 1),
-                            text[name_at:end].decode("utf-8", "replace")))
-    return entries
+        return [], b""
+    data = section.data()
+    entries = [(value, value + max(size, 1), name_at)
+               for name_at, info, _other, shndx, value, size in _SYMBOL.iter_unpack(
+                   data[:len(data) - len(data) % _SYMBOL.size])
+               if (info & 0xF) in (STT_FUNC, STT_GNU_IFUNC) and value and shndx]
+    return entries, names.data()
 
 
 def _build_id(elf: RawElf) -> Optional[str]:
