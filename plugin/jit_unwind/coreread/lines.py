@@ -170,7 +170,8 @@ class LineTable:
         if self._last_address != address:
             self._stmt_at_address, self._last_address = False, address
         self._stmt_at_address |= is_stmt
-        current.last = max(current.last, address)
+        if address > current.last:
+            current.last = address
         if end:  # GDB's state machine starts afresh for each sequence
             current.end = address
             self.sequences.append(current)
@@ -182,13 +183,16 @@ class LineTable:
         for sequence in self.sequences:
             if sequence.holds(address):
                 return sequence.row_at(address)
-        for row in self._rows:
-            self._add(*row)
-            if row[4]:
+        add = self._add
+        for row_address, file, line, is_stmt, end in self._rows:
+            add(row_address, file, line, is_stmt, end)
+            if end:
                 if self.sequences[-1].holds(address):
                     return self.sequences[-1].row_at(address)
-            elif self._current is not None and self._current.holds(address):
-                return self._current.row_at(address)
+            elif row_address > address:  # holds() inlined: the loop's hot path
+                current = self._current
+                if current is not None and current.start <= address:
+                    return current.row_at(address)
         return None
 
 
