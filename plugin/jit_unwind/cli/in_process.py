@@ -34,8 +34,8 @@ def run_core(core: str, executable: str, named: Optional[str], options) -> Batch
         _use_executable(process, named, executable)
     except (OSError, ValueError) as error:
         raise CliError(f"cannot read core file {core}: {error}") from None
-    from ..elf_lookup import have_pyelftools
-    if not have_pyelftools():
+    import importlib.util  # find_spec: pyelftools is imported only if a walk needs it
+    if importlib.util.find_spec("elftools") is None:
         process.warn(f"pyelftools is not installed in {sys.executable}: native frames are "
                      "found by frame pointers only and named by the symbol tables, without "
                      "files and lines (pip install pyelftools)")
