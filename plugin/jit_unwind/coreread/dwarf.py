@@ -382,19 +382,33 @@ UNREAD = {".debug_loc", ".debug_loclists", ".debug_frame", ".eh_frame", ".debug_
           ".debug_pubtypes", ".debug_types", ".debug_sup", ".gnu_debugaltlink"}
 
 
+class _OnFirstRead:
+    """A section's stream read (and decompressed) from the file when first used: most
+    sections pyelftools opens are never looked at for a backtrace."""
+
+    def __init__(self, section):
+        self._section = section
+        self._stream: Optional[io.BytesIO] = None
+
+    def __getattr__(self, name):
+        if self._stream is None:
+            self._stream = io.BytesIO(self._section.data())  # shares the bytes read
+        return getattr(self._stream, name)
+
+
 def _elf_file(handle):
-    """pyelftools' ELFFile, leaving the UNREAD sections empty: libc's debug file holds
-    megabytes of compressed location lists."""
+    """pyelftools' ELFFile whose DWARF sections are read when first used, the UNREAD
+    ones never: libc's debug file holds megabytes of compressed location lists."""
+    from elftools.dwarf.dwarfinfo import DebugSectionDescriptor
     from elftools.elf.elffile import ELFFile
 
     class Lean(ELFFile):
         def _read_dwarf_section(self, section, relocate_dwarf_sections):
-            if section.name not in UNREAD:
-                return super()._read_dwarf_section(section, relocate_dwarf_sections)
-            from elftools.dwarf.dwarfinfo import DebugSectionDescriptor
-            return DebugSectionDescriptor(stream=io.BytesIO(), name=section.name,
-                                          global_offset=section["sh_offset"], size=0,
-                                          address=section["sh_addr"])
+            unread = section.name in UNREAD
+            return DebugSectionDescriptor(
+                stream=io.BytesIO() if unread else _OnFirstRead(section),
+                name=section.name, global_offset=section["sh_offset"],
+                size=0 if unread else section.data_size, address=section["sh_addr"])
 
     return Lean(handle)
 
