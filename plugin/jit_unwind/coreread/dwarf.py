@@ -1,9 +1,11 @@
 """What GDB reads from DWARF for a frame: the function holding a pc with the functions
 inlined there (DW_TAG_inlined_subroutine), and the file and line of each.
 
-Decoded as a pc needs it (pyelftools): ``.debug_aranges`` names the compilation unit,
-its subprograms are indexed once, only the one holding the pc is descended into, and
-the unit's line table is decoded once, keeping only what GDB's own table keeps."""
+Decoded as a pc needs it: ``.debug_aranges`` names the compilation unit, its functions
+are indexed (by ``dies.Skimmer``) only until the one holding the pc is found, only that
+one is descended into, and the unit's line table (``lines``) is decoded only as far as
+the pc.  pyelftools reads the sections and the headers, and entries the quick reader
+does not understand."""
 
 import bisect
 import io
