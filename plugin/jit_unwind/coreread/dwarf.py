@@ -35,20 +35,30 @@ class DwarfFile:
         self._sections = (info.stream.getvalue(), abbrevs.stream.getvalue(), strings) \
             if hasattr(info.stream, "getvalue") and abbrevs is not None else None
         section = self.dwarf.debug_aranges_sec
-        self._ranges: Optional[List[Tuple[int, int, int]]] = None
-        if section is not None:
-            self._ranges = read_aranges(section.stream.getvalue())
-        self._starts = [item[0] for item in self._ranges or ()]
+        self._ranges: List[Tuple[int, int, int]] = \
+            read_aranges(section.stream.getvalue()) if section is not None else []
+        self._starts = [item[0] for item in self._ranges]
+        self._scanned = False  # the units .debug_aranges leaves out
 
     def _unit_offset(self, address: int) -> Optional[int]:
-        if not self._ranges:  # no .debug_aranges: every unit's ranges, once
-            found = []
+        found = self._covering(address)
+        if found is None and not self._scanned:
+            # Units .debug_aranges leaves out (clang writes none): their own ranges, once.
+            self._scanned = True
+            listed = {item[2] for item in self._ranges}
+            added = []
             for cu in self.dwarf.iter_CUs():
+                if cu.cu_offset in listed:
+                    continue
                 unit = self._unit_at(cu.cu_offset, cu)
                 if unit is not None:
-                    found += [(low, high, cu.cu_offset) for low, high in unit.top.ranges]
-            self._ranges = sorted(found)
+                    added += [(low, high, cu.cu_offset) for low, high in unit.top.ranges]
+            self._ranges = sorted(self._ranges + added)
             self._starts = [item[0] for item in self._ranges]
+            found = self._covering(address)
+        return found
+
+    def _covering(self, address: int) -> Optional[int]:
         index = bisect.bisect_right(self._starts, address) - 1
         for candidate in range(index, max(index - 8, -1), -1):
             low, high, offset = self._ranges[candidate]

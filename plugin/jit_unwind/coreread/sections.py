@@ -29,15 +29,10 @@ def read_aranges(data: bytes) -> List[Tuple[int, int, int]]:
     return sorted(found)
 
 
-# Sections pyelftools reads (and decompresses) for its DWARF view that a pc's names and
-# lines never need: variable locations, .debug_frame (the walk reads .eh_frame), indexes.
-UNREAD = {".debug_loc", ".debug_loclists", ".debug_frame", ".eh_frame", ".debug_pubnames",
-          ".debug_pubtypes", ".debug_types", ".debug_sup", ".gnu_debugaltlink"}
-
-
 class _OnFirstRead:
     """A section's stream read (and decompressed) from the file when first used: most
-    sections pyelftools opens are never looked at for a backtrace."""
+    sections pyelftools opens are never looked at for a backtrace (libc's debug file
+    holds megabytes of compressed location lists)."""
 
     def __init__(self, section):
         self._section = section
@@ -50,17 +45,15 @@ class _OnFirstRead:
 
 
 def elf_file(handle):
-    """pyelftools' ELFFile whose DWARF sections are read when first used, the UNREAD
-    ones never: libc's debug file holds megabytes of compressed location lists."""
+    """pyelftools' ELFFile whose DWARF sections are read when first used."""
     from elftools.dwarf.dwarfinfo import DebugSectionDescriptor
     from elftools.elf.elffile import ELFFile
 
     class Lean(ELFFile):
         def _read_dwarf_section(self, section, relocate_dwarf_sections):
-            unread = section.name in UNREAD
             return DebugSectionDescriptor(
-                stream=io.BytesIO() if unread else _OnFirstRead(section),
-                name=section.name, global_offset=section["sh_offset"],
-                size=0 if unread else section.data_size, address=section["sh_addr"])
+                stream=_OnFirstRead(section), name=section.name,
+                global_offset=section["sh_offset"], size=section.data_size,
+                address=section["sh_addr"])
 
     return Lean(handle)

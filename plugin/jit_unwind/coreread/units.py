@@ -158,6 +158,7 @@ class Unit:
         self._lines: Optional[LineTable] = None
         self._program = None
         self._names: Dict[int, Optional[str]] = {}
+        self._files: Dict[int, Optional[str]] = {}
         try:
             self.walk = _Skimmed(self, sections) if sections is not None else _Parsed(self)
             self._index()
@@ -233,6 +234,11 @@ class Unit:
     def file_name(self, index: int) -> Optional[str]:
         """The path shown for file ``index`` of the line table (as GDB's symtab's
         filename and fullname make it)."""
+        if index not in self._files:
+            self._files[index] = self._file_name(index)
+        return self._files[index]
+
+    def _file_name(self, index: int) -> Optional[str]:
         program = self.program()
         if program is None:
             return None
@@ -253,6 +259,8 @@ class Unit:
         filename = name if os.path.isabs(name) or not directory \
             else os.path.join(directory, name)
         full = filename if os.path.isabs(filename) else os.path.join(self.comp_dir, filename)
+        if os.path.exists(full):  # GDB's fullname of a source it finds is its real path
+            full = os.path.realpath(full)
         return shown_source_path(filename, full)
 
     def name(self, offset: int) -> Optional[str]:
