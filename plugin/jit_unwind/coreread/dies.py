@@ -10,7 +10,11 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 KEPT = {"DW_AT_low_pc", "DW_AT_high_pc", "DW_AT_ranges", "DW_AT_sibling",
         "DW_AT_call_file", "DW_AT_call_line", "DW_AT_name", "DW_AT_linkage_name",
         "DW_AT_MIPS_linkage_name", "DW_AT_abstract_origin", "DW_AT_specification",
-        "DW_AT_comp_dir", "DW_AT_stmt_list"}
+        "DW_AT_comp_dir", "DW_AT_stmt_list", "DW_AT_str_offsets_base", "DW_AT_addr_base",
+        "DW_AT_rnglists_base"}
+STRX = {"DW_FORM_strx", "DW_FORM_strx1", "DW_FORM_strx2", "DW_FORM_strx3", "DW_FORM_strx4"}
+ADDRX = {"DW_FORM_addrx", "DW_FORM_addrx1", "DW_FORM_addrx2", "DW_FORM_addrx3",
+         "DW_FORM_addrx4"}
 FIXED = {"DW_FORM_addr": 8, "DW_FORM_data1": 1, "DW_FORM_ref1": 1, "DW_FORM_flag": 1,
          "DW_FORM_strx1": 1, "DW_FORM_addrx1": 1, "DW_FORM_data2": 2, "DW_FORM_ref2": 2,
          "DW_FORM_strx2": 2, "DW_FORM_addrx2": 2, "DW_FORM_strx3": 3, "DW_FORM_addrx3": 3,
@@ -100,7 +104,7 @@ class Skimmer:
     """One unit's entries, read from ``data`` (the whole .debug_info) with its
     abbreviations from ``abbrevs`` (the whole .debug_abbrev)."""
 
-    def __init__(self, cu, data: bytes, abbrevs: bytes, strings: Dict[str, bytes]):
+    def __init__(self, cu, data: bytes, abbrevs: bytes, section):
         if cu.structs.dwarf_format != 32 or cu.structs.address_size != 8:
             raise Unsupported("64-bit DWARF or 32-bit addresses")
         self.cu = cu
@@ -108,8 +112,42 @@ class Skimmer:
         self.base = cu.cu_offset
         self.end = cu.cu_offset + cu["unit_length"] + 4
         self._abbrevs = read_abbrevs(abbrevs, cu["debug_abbrev_offset"])
-        self._strings = strings  # .debug_str and .debug_line_str, by form
+        self._section = section  # "str", "addr"...: .debug_<name>'s bytes, None without
+        self._bases: Dict[str, int] = {}  # the unit's DWARF 5 table bases
         self.passed = 0
+
+    def set_bases(self, kept: Dict[str, Tuple[str, int]]) -> None:
+        """The unit's own entry's table bases (indexed strings, addresses, ranges)."""
+        self._bases = {name: value for name, (_form, value) in kept.items()
+                       if name.endswith("_base")}
+
+    def _indexed(self, table: str, base: str, index: int, size: int) -> int:
+        data = self._section(table)
+        at = self._bases.get(base)
+        if data is None or at is None or at + (index + 1) * size > len(data):
+            raise Unsupported(f"{table} entry {index}")
+        at += index * size
+        return int.from_bytes(data[at:at + size], "little")
+
+    def address(self, kept: Tuple[str, int]) -> int:
+        """A kept address attribute's value (DW_FORM_addrx through .debug_addr)."""
+        form, value = kept
+        if form == "DW_FORM_addr":
+            return value
+        if form in ADDRX:
+            return self._indexed("addr", "DW_AT_addr_base", value, 8)
+        raise Unsupported(form)
+
+    def range_list(self, kept: Tuple[str, int]) -> int:
+        """A kept DW_AT_ranges' offset in its section (DW_FORM_rnglistx through the
+        unit's offsets table)."""
+        form, value = kept
+        if form == "DW_FORM_rnglistx":
+            return self._bases["DW_AT_rnglists_base"] + self._indexed(
+                "rnglists", "DW_AT_rnglists_base", value, 4)
+        if form in ("DW_FORM_sec_offset", "DW_FORM_data4", "DW_FORM_data8"):
+            return value
+        raise Unsupported(form)
 
     def _abbrev(self, code: int) -> tuple:
         found = self._abbrevs.get(code)
@@ -122,10 +160,17 @@ class Skimmer:
         form, value = kept
         if form == "DW_FORM_string":
             data = self.data
-        elif form in self._strings:
-            data = self._strings[form]
+        elif form == "DW_FORM_strp":
+            data = self._section("str")
+        elif form == "DW_FORM_line_strp":
+            data = self._section("line_str")
+        elif form in STRX:
+            value = self._indexed("str_offsets", "DW_AT_str_offsets_base", value, 4)
+            data = self._section("str")
         else:
             raise Unsupported(form)
+        if data is None:
+            raise Unsupported(f"no section for {form}")
         end = data.index(b"\0", value)
         return bytes(data[value:end]).decode("utf-8", "replace")
 

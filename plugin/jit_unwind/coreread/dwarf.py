@@ -29,16 +29,21 @@ class DwarfFile:
                                                             follow_links=False)
         self._units: Dict[int, Optional[Unit]] = {}
         info, abbrevs = self.dwarf.debug_info_sec, self.dwarf.debug_abbrev_sec
-        strings = {form: section.stream.getvalue() for form, section in (
-            ("DW_FORM_strp", self.dwarf.debug_str_sec),
-            ("DW_FORM_line_strp", self.dwarf.debug_line_str_sec)) if section is not None}
-        self._sections = (info.stream.getvalue(), abbrevs.stream.getvalue(), strings) \
+        self._bytes: Dict[str, Optional[bytes]] = {}
+        self._sections = (info.stream.getvalue(), abbrevs.stream.getvalue(), self._section) \
             if hasattr(info.stream, "getvalue") and abbrevs is not None else None
         section = self.dwarf.debug_aranges_sec
         self._ranges: List[Tuple[int, int, int]] = \
             read_aranges(section.stream.getvalue()) if section is not None else []
         self._starts = [item[0] for item in self._ranges]
         self._scanned = False  # the units .debug_aranges leaves out
+
+    def _section(self, name: str) -> Optional[bytes]:
+        """.debug_NAME's bytes (read on first use), None when the file has none."""
+        if name not in self._bytes:
+            section = getattr(self.dwarf, f"debug_{name}_sec", None)
+            self._bytes[name] = section.stream.getvalue() if section is not None else None
+        return self._bytes[name]
 
     def _unit_offset(self, address: int) -> Optional[int]:
         found = self._covering(address)

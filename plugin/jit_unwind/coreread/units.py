@@ -8,7 +8,7 @@ import os
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from ..source_paths import shown_source_path
-from .dies import Skimmer, Unsupported
+from .dies import ADDRX, Skimmer, Unsupported
 from .lines import LineTable
 
 MAX_DEPTH = 64  # inlined functions and blocks nested in one function
@@ -56,10 +56,11 @@ class _Skimmed:
         self.skimmer = Skimmer(unit.cu, *sections)
         self._top = self.skimmer.entry(unit.cu.cu_die_offset, whole_unit=True)
         kept = self._top.attributes
+        self.skimmer.set_bases(kept)
         unit.comp_dir = self.skimmer.text(kept["DW_AT_comp_dir"]) \
             if "DW_AT_comp_dir" in kept else ""
         low = kept.get("DW_AT_low_pc")
-        unit.base = low[1] if low is not None else 0
+        unit.base = self.skimmer.address(low) if low is not None else 0
         stmt = kept.get("DW_AT_stmt_list")
         unit.stmt_list = stmt[1] if stmt is not None else None
 
@@ -83,12 +84,13 @@ class _Skimmed:
         kept = entry.attributes
         low, high, ranges = (kept.get("DW_AT_low_pc"), kept.get("DW_AT_high_pc"),
                              kept.get("DW_AT_ranges"))
-        if (low is not None and low[0] != "DW_FORM_addr") or (
-                ranges is not None and ranges[0] != "DW_FORM_sec_offset"):
-            raise Unsupported("indexed address or range list")
-        found = self.unit.ranges_of(low and low[1], high and high[1],
-                                    high is not None and high[0] == "DW_FORM_addr",
-                                    ranges and ranges[1])
+        high_is_address = high is not None and (high[0] == "DW_FORM_addr"
+                                                 or high[0] in ADDRX)
+        found = self.unit.ranges_of(
+            self.skimmer.address(low) if low is not None else None,
+            (self.skimmer.address(high) if high_is_address else high[1])
+            if high is not None else None,
+            high_is_address, self.skimmer.range_list(ranges) if ranges is not None else None)
         call_file, call_line = kept.get("DW_AT_call_file"), kept.get("DW_AT_call_line")
         return Node(entry.offset, entry.tag, found, call_file and call_file[1],
                     call_line and call_line[1], entry)
