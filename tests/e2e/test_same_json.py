@@ -1,25 +1,34 @@
 """``py-mixed-bt --json --all-threads`` of one core file is the same document in GDB 18,
-LLDB 23 and LLDB 19, addresses and all: one core (GDB's gcore) per scenario, the toy
-JIT's mixed mode with a perf map, CPython 3.14's JIT, CPython 3.12 with ``-X perf``.
+LLDB 23 and LLDB 19, and ``jit-unwind core --json --debugger none`` (no debugger: the
+core read by ``jit_unwind.coreread``) prints it too, addresses and all: one core (GDB's
+gcore) per scenario, the toy JIT's mixed mode with a perf map, CPython 3.14's JIT,
+CPython 3.12 with ``-X perf``.
 
 One kind of frame differs by design: both debuggers make "tail-call frames" from the
 DWARF call-site information of a function that ends with a jump to another (CPython's
 ``run_eval_code_obj``, ``pymain_main``, glibc's ``__pthread_kill_internal``), each by its
 own rules: GDB makes all three here, LLDB only the first two (in its own frames; a
-frame provider cannot make any).  The test asks each debugger which frames those are,
-checks that LLDB's are among GDB's (same function and pc), and compares the documents
-without them (levels renumbered); every other field is compared as it is.
+frame provider cannot make any; ``--debugger none`` reads no call-site information and
+makes none).  The test asks each debugger which frames those are, checks that LLDB's are
+among GDB's (same function and pc), and compares the documents without them (levels
+renumbered); every other field is compared as it is: ``--debugger none``'s names come
+from DWARF (linkage names, inlined functions) and the symbol tables, its files and
+lines from the line tables, as GDB's.
 """
 
+import copy
 import json
+import os
 import re
+import subprocess
+import sys
 
 import pytest
 
 from tests.jit_python import jit_python
 from tests.driver import driver
 from tests.python_expect import SCRIPTS
-from tests.support import (GDB_BINARIES, PRINT_PID, fixture_binary, pyenv_python,
+from tests.support import (GDB_BINARIES, PRINT_PID, REPO, fixture_binary, pyenv_python,
                            remove_perf_map, run_gdb)
 
 SCRIPT = SCRIPTS / "raise_in_hot_loop.py"
@@ -66,13 +75,42 @@ def core(request, tmp_path_factory):
     remove_perf_map(output)
 
 
-def gdb_document(program, core, tmp_path):
+TEXT = "py-mixed-bt --all-threads"
+
+
+def gdb_document(program, core, tmp_path, text=False):
+    """GDB 18's document of the core, its tail-call frames' levels by thread number,
+    and (``text``) its text."""
     script = tmp_path / "tail_calls.py"
     script.write_text(TAIL_CALLS)
-    transcript = driver("gdb18").open_core(program, core, [COMMAND, f"source {script}"])
+    transcript = driver("gdb18").open_core(program, core,
+                                           [COMMAND, TEXT, f"source {script}"])
     tail_calls = json.loads(re.search(r"^tail-calls (.*)$", transcript.whole, re.M).group(1))
-    return (transcript.document(COMMAND),
-            {int(number): levels for number, levels in tail_calls.items()})
+    levels = {int(number): levels for number, levels in tail_calls.items()}
+    if text:
+        return transcript.document(COMMAND), levels, transcript.output(TEXT)
+    return transcript.document(COMMAND), levels
+
+
+def text_without_tail_calls(text, tail_calls):
+    """py-mixed-bt's text without the frames at ``tail_calls`` (levels by thread
+    number), the others renumbered."""
+    kept, thread, level, dropping = [], None, 0, False
+    for line in text.strip("\n").splitlines():
+        heading = re.match(r"Thread (\d+) ", line)
+        frame = re.match(r"#(\d+) +(.*)$", line)
+        if heading:
+            thread, level, dropping = int(heading.group(1)), 0, False
+        elif frame:
+            dropping = int(frame.group(1)) in tail_calls.get(thread, ())
+            if dropping:
+                continue
+            line = f"#{level:<3} {frame.group(2)}"
+            level += 1
+        elif dropping and line.startswith(" "):
+            continue
+        kept.append(line)
+    return "\n".join(kept)
 
 
 def without_tail_calls(document, is_tail_call):
@@ -121,14 +159,57 @@ def differences(ours, theirs):
     return "\n".join(lines)
 
 
-def test_gdb_and_lldb_give_the_same_document(core, tmp_path):
+@pytest.fixture(scope="module")
+def gdb_expected(core, tmp_path_factory):
+    """GDB 18's document of the core without its tail-call frames, and (pc, function)
+    of those."""
     program, core_file = core
-    gdb, tail_calls = gdb_document(program, core_file, tmp_path)
+    gdb, tail_calls, text = gdb_document(program, core_file, tmp_path_factory.mktemp("gdb"),
+                                         text=True)
     expected, gdb_tail_calls = without_tail_calls(
         gdb, lambda number, frame: frame["level"] in tail_calls.get(number, ()))
     frames = expected["threads"][0]["frames"]
     assert len(frames) > 8 and any(f["kind"] == "jit" for f in frames), gdb
+    return expected, gdb_tail_calls, text_without_tail_calls(text, tail_calls)
+
+
+def test_gdb_and_lldb_give_the_same_document(core, gdb_expected):
+    program, core_file = core
+    expected, gdb_tail_calls, _ = gdb_expected
     for name in ("lldb23", "lldb19"):
         document, lldb_tail_calls = lldb_without_tail_calls(name, program, core_file)
         assert lldb_tail_calls <= gdb_tail_calls, name
         assert document == expected, f"{name}:\n" + differences(document, expected)
+
+
+def no_debugger(*args, text=False):
+    """``jit-unwind core --debugger none --json ARGS`` (``text``: without --json) as a
+    user runs it: its exit status, its JSON document (None when it printed none; the
+    text) and its stderr."""
+    result = subprocess.run([sys.executable, "-m", "jit_unwind", "core", "--debugger", "none",
+                             *([] if text else ["--json"]), *map(str, args)],
+                            capture_output=True, text=True,
+                            env=dict(os.environ, PYTHONPATH=str(REPO / "plugin")),
+                            timeout=300)
+    output = result.stdout if text else json.loads(result.stdout) if result.stdout else None
+    return result.returncode, output, result.stderr
+
+
+def test_without_a_debugger_the_document_is_gdbs(core, gdb_expected):
+    program, core_file = core
+    expected = copy.deepcopy(gdb_expected[0])
+    has_python = any(thread["python"] for thread in expected["threads"])
+    status, document, errors = no_debugger(core_file, program[0])
+    assert status == (0 if has_python else 1), errors  # 1: "no Python frames found"
+    assert document == expected, "--debugger none:\n" + differences(document, expected)
+    # The text: GDB's py-mixed-bt, line for line (its tail-call frames left out).
+    status, text, errors = no_debugger(core_file, program[0], text=True)
+    assert text.strip("\n") == gdb_expected[2], errors
+    # --python-only: the same threads and Python frames, without the native walk.
+    status, python_only, errors = no_debugger("--python-only", core_file, program[0])
+    if not has_python:
+        assert status == 1 and "Python" in errors, errors
+        return
+    for thread in expected["threads"]:
+        del thread["frames"], thread["stop_reason"]
+    assert status == 0 and python_only == expected, errors

@@ -60,6 +60,9 @@ def why_refused(pid: int) -> str:
 def run(options) -> int:
     if options.pid <= 0 or not os.path.isdir(f"/proc/{options.pid}"):
         raise CliError(f"no process {options.pid}")
+    if options.debugger == "none":
+        raise CliError("attach needs a debugger to read a live process: --debugger none "
+                       "reads core files only (jit-unwind core); use --debugger gdb or lldb")
     debugger = find_debugger(options.debugger)
     argv = batch_argv(debugger, [mixed_bt_command(options)], pid=options.pid)
     result = run_batch(argv, debugger)

@@ -1,4 +1,5 @@
-"""``jit-unwind core CORE [EXECUTABLE]``: every thread's mixed stack in a core file."""
+"""``jit-unwind core CORE [EXECUTABLE]``: every thread's mixed stack in a core file,
+through a debugger or (``--debugger none``) read here without one."""
 
 import os
 import sys
@@ -15,7 +16,8 @@ def add_parser(subparsers, epilog: str) -> None:
         "core", help="the mixed stack of every thread in a core file", epilog=epilog,
         description="Print every thread's mixed native and Python stack from a core file. "
                     "Without EXECUTABLE, the program the core names is used (said on "
-                    "stderr).")
+                    "stderr). --debugger none reads the core without any debugger (no GDB "
+                    "or LLDB needed): the same stacks and JSON as GDB's.")
     parser.add_argument("core", metavar="CORE",
                         help="a core file, also compressed as systemd-coredump stores it "
                              "(zstd, xz, lz4, gzip)")
@@ -48,6 +50,14 @@ def find_executable(core: str, shown: str = "") -> str:
     return named
 
 
+def _named(core: str):
+    """The executable the core names, None when it names none."""
+    try:
+        return core_executable(core)
+    except (OSError, ValueError):
+        return None
+
+
 def run(options) -> int:
     _readable(options.core, "core file")
     if options.executable:
@@ -63,6 +73,11 @@ def _run(options, core: str) -> int:
     else:
         executable = find_executable(core, options.core)
         print(f"jit-unwind: executable {executable} (named by the core)", file=sys.stderr)
+    if options.debugger == "none":
+        from .in_process import NONE, run_core
+        named = executable if not options.executable else _named(core)
+        return report(run_core(core, executable, named, options), options, NONE,
+                      options.core)
     debugger = find_debugger(options.debugger)
     argv = batch_argv(debugger, [mixed_bt_command(options)], core=core,
                       executable=executable)

@@ -14,7 +14,7 @@ from .errors import FAILED, USAGE, CliError
 LOADERS = Path(__file__).resolve().parent.parent / "loaders"
 GDB_LOADER = LOADERS / "gdb_init.py"
 LLDB_LOADER = LOADERS / "lldb_init.py"
-CHOICES = "gdb|gdb18|lldb|PATH"
+CHOICES = "gdb|gdb18|lldb|none|PATH"
 TIMEOUT = 600
 # Printed by the debugger just before the stack, so that its own start-up chatter
 # (core loading, threads found) stays out of what the user reads.

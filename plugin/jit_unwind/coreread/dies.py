@@ -1,0 +1,251 @@
+"""A quick pass over DWARF entries: each entry's tag and the few attributes a pc's
+functions need (ranges, sibling, call site), every other attribute skipped by its form.
+
+pyelftools decodes every attribute of every entry it passes (65 µs each); finding the
+function holding a pc in CPython's ceval.c passes thousands.  Anything unusual here
+(64-bit DWARF, a form not listed) raises Unsupported: the caller asks pyelftools."""
+
+from typing import Dict, List, NamedTuple, Optional, Tuple
+
+KEPT = {"DW_AT_low_pc", "DW_AT_high_pc", "DW_AT_ranges", "DW_AT_sibling",
+        "DW_AT_call_file", "DW_AT_call_line", "DW_AT_name", "DW_AT_linkage_name",
+        "DW_AT_MIPS_linkage_name", "DW_AT_abstract_origin", "DW_AT_specification",
+        "DW_AT_comp_dir", "DW_AT_stmt_list", "DW_AT_str_offsets_base", "DW_AT_addr_base",
+        "DW_AT_rnglists_base"}
+STRX = {"DW_FORM_strx", "DW_FORM_strx1", "DW_FORM_strx2", "DW_FORM_strx3", "DW_FORM_strx4"}
+ADDRX = {"DW_FORM_addrx", "DW_FORM_addrx1", "DW_FORM_addrx2", "DW_FORM_addrx3",
+         "DW_FORM_addrx4"}
+FIXED = {"DW_FORM_addr": 8, "DW_FORM_data1": 1, "DW_FORM_ref1": 1, "DW_FORM_flag": 1,
+         "DW_FORM_strx1": 1, "DW_FORM_addrx1": 1, "DW_FORM_data2": 2, "DW_FORM_ref2": 2,
+         "DW_FORM_strx2": 2, "DW_FORM_addrx2": 2, "DW_FORM_strx3": 3, "DW_FORM_addrx3": 3,
+         "DW_FORM_data4": 4, "DW_FORM_ref4": 4, "DW_FORM_strp": 4, "DW_FORM_line_strp": 4,
+         "DW_FORM_sec_offset": 4, "DW_FORM_ref_addr": 4, "DW_FORM_strx4": 4,
+         "DW_FORM_addrx4": 4, "DW_FORM_strp_sup": 4, "DW_FORM_ref_sup4": 4,
+         "DW_FORM_data8": 8, "DW_FORM_ref8": 8, "DW_FORM_ref_sig8": 8,
+         "DW_FORM_ref_sup8": 8, "DW_FORM_data16": 16, "DW_FORM_flag_present": 0,
+         "DW_FORM_implicit_const": 0}
+LEB = {"DW_FORM_udata", "DW_FORM_ref_udata", "DW_FORM_strx", "DW_FORM_addrx",
+       "DW_FORM_rnglistx", "DW_FORM_loclistx"}
+BLOCKS = {"DW_FORM_block1": 1, "DW_FORM_block2": 2, "DW_FORM_block4": 4}
+REFERENCES = {"DW_FORM_ref1", "DW_FORM_ref2", "DW_FORM_ref4", "DW_FORM_ref8",
+              "DW_FORM_ref_udata"}  # relative to the unit
+MAX_ENTRIES = 2_000_000  # entries passed in one unit: a bound against garbage
+
+
+class Unsupported(Exception):
+    """Something this pass does not decode: let pyelftools do it."""
+
+
+class Entry(NamedTuple):
+    offset: int  # in .debug_info
+    tag: str
+    children: Optional[int]  # where its children start, None without children
+    end: int  # where its next sibling starts (its subtree skipped)
+    attributes: Dict[str, Tuple[str, int]]  # the KEPT ones: form, value
+
+
+def _uleb(data, at: int) -> Tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return value, at
+
+
+def _sleb_end(data, at: int) -> int:
+    while data[at] & 0x80:
+        at += 1
+    return at + 1
+
+
+_NAMES: Dict[str, Dict[int, str]] = {}
+
+
+def _names(kind: str) -> Dict[int, str]:
+    """pyelftools' names of DWARF's numbers (tags, attributes, forms), by number."""
+    if kind not in _NAMES:
+        from elftools.dwarf import enums
+        table = getattr(enums, f"ENUM_DW_{kind}")
+        _NAMES[kind] = {number: name for name, number in table.items()
+                        if isinstance(number, int)}
+    return _NAMES[kind]
+
+
+def read_abbrevs(data: bytes, at: int) -> Dict[int, tuple]:
+    """The abbreviation table at ``at`` of .debug_abbrev: code -> (tag, has children,
+    [(attribute, form)]) with DWARF's names."""
+    tags, attributes, forms = _names("TAG"), _names("AT"), _names("FORM")
+    table: Dict[int, tuple] = {}
+    while at < len(data):
+        code, at = _uleb(data, at)
+        if code == 0:
+            break
+        tag, at = _uleb(data, at)
+        children = data[at] != 0
+        at += 1
+        specs = []
+        while True:
+            name, at = _uleb(data, at)
+            form, at = _uleb(data, at)
+            if name == 0 and form == 0:
+                break
+            form_name = forms.get(form, str(form))
+            if form_name == "DW_FORM_implicit_const":
+                at = _sleb_end(data, at)
+            specs.append((attributes.get(name, str(name)), form_name))
+        table[code] = (tags.get(tag, str(tag)), children, specs)
+    return table
+
+
+class Skimmer:
+    """One unit's entries, read from ``data`` (the whole .debug_info) with its
+    abbreviations from ``abbrevs`` (the whole .debug_abbrev)."""
+
+    def __init__(self, cu, data: bytes, abbrevs: bytes, section):
+        if cu.structs.dwarf_format != 32 or cu.structs.address_size != 8:
+            raise Unsupported("64-bit DWARF or 32-bit addresses")
+        self.cu = cu
+        self.data = data
+        self.base = cu.cu_offset
+        self.end = cu.cu_offset + cu["unit_length"] + 4
+        self._abbrevs = read_abbrevs(abbrevs, cu["debug_abbrev_offset"])
+        self._section = section  # "str", "addr"...: .debug_<name>'s bytes, None without
+        self._bases: Dict[str, int] = {}  # the unit's DWARF 5 table bases
+        self.passed = 0
+
+    def set_bases(self, kept: Dict[str, Tuple[str, int]]) -> None:
+        """The unit's own entry's table bases (indexed strings, addresses, ranges)."""
+        self._bases = {name: value for name, (_form, value) in kept.items()
+                       if name.endswith("_base")}
+
+    def _indexed(self, table: str, base: str, index: int, size: int) -> int:
+        data = self._section(table)
+        at = self._bases.get(base)
+        if data is None or at is None or at + (index + 1) * size > len(data):
+            raise Unsupported(f"{table} entry {index}")
+        at += index * size
+        return int.from_bytes(data[at:at + size], "little")
+
+    def address(self, kept: Tuple[str, int]) -> int:
+        """A kept address attribute's value (DW_FORM_addrx through .debug_addr)."""
+        form, value = kept
+        if form == "DW_FORM_addr":
+            return value
+        if form in ADDRX:
+            return self._indexed("addr", "DW_AT_addr_base", value, 8)
+        raise Unsupported(form)
+
+    def range_list(self, kept: Tuple[str, int]) -> int:
+        """A kept DW_AT_ranges' offset in its section (DW_FORM_rnglistx through the
+        unit's offsets table)."""
+        form, value = kept
+        if form == "DW_FORM_rnglistx":
+            return self._bases["DW_AT_rnglists_base"] + self._indexed(
+                "rnglists", "DW_AT_rnglists_base", value, 4)
+        if form in ("DW_FORM_sec_offset", "DW_FORM_data4", "DW_FORM_data8"):
+            return value
+        raise Unsupported(form)
+
+    def _abbrev(self, code: int) -> tuple:
+        found = self._abbrevs.get(code)
+        if found is None:
+            raise Unsupported(f"no abbreviation {code}")
+        return found
+
+    def text(self, kept: Tuple[str, int]) -> str:
+        """A kept string attribute's text."""
+        form, value = kept
+        if form == "DW_FORM_string":
+            data = self.data
+        elif form == "DW_FORM_strp":
+            data = self._section("str")
+        elif form == "DW_FORM_line_strp":
+            data = self._section("line_str")
+        elif form in STRX:
+            value = self._indexed("str_offsets", "DW_AT_str_offsets_base", value, 4)
+            data = self._section("str")
+        else:
+            raise Unsupported(form)
+        if data is None:
+            raise Unsupported(f"no section for {form}")
+        end = data.index(b"\0", value)
+        return bytes(data[value:end]).decode("utf-8", "replace")
+
+    def reference(self, kept: Tuple[str, int]) -> int:
+        """The .debug_info offset a kept reference attribute points to, in this unit."""
+        form, value = kept
+        target = self.base + value if form in REFERENCES else (
+            value if form == "DW_FORM_ref_addr" else None)
+        if target is None or not self.base <= target < self.end:
+            raise Unsupported("a reference out of the unit")
+        return target
+
+    def entry(self, offset: int, whole_unit: bool = False) -> Optional[Entry]:
+        """The entry at ``offset``, None for a null entry (the end of its siblings);
+        ``whole_unit``: the unit's own entry, whose children end with the unit."""
+        self.passed += 1
+        if self.passed > MAX_ENTRIES or not self.base <= offset < self.end:
+            raise Unsupported("runaway pass")
+        data = self.data
+        code, at = _uleb(data, offset)
+        if code == 0:
+            return None
+        tag, has_children, specs = self._abbrev(code)
+        kept: Dict[str, Tuple[str, int]] = {}
+        for name, form in specs:
+            if form == "DW_FORM_indirect":
+                number, at = _uleb(data, at)
+                raise Unsupported(f"indirect form {number}")
+            size = FIXED.get(form)
+            if size is not None:
+                if name in KEPT:
+                    kept[name] = (form, int.from_bytes(data[at:at + size], "little"))
+                at += size
+            elif form in LEB:
+                value, at = _uleb(data, at)
+                if name in KEPT:
+                    kept[name] = (form, value)
+            elif form == "DW_FORM_sdata":
+                at = _sleb_end(data, at)
+            elif form == "DW_FORM_string":
+                if name in KEPT:
+                    kept[name] = (form, at)
+                at = data.index(b"\0", at) + 1
+            elif form in ("DW_FORM_exprloc", "DW_FORM_block"):
+                length, at = _uleb(data, at)
+                at += length
+            elif form in BLOCKS:
+                width = BLOCKS[form]
+                at += width + int.from_bytes(data[at:at + width], "little")
+            else:
+                raise Unsupported(form)
+        if not has_children:
+            return Entry(offset, tag, None, at, kept)
+        if whole_unit:
+            return Entry(offset, tag, at, self.end, kept)
+        sibling = kept.get("DW_AT_sibling")
+        if sibling is not None and sibling[0] in REFERENCES:
+            return Entry(offset, tag, at, self.base + sibling[1], kept)
+        return Entry(offset, tag, at, self._past_children(at), kept)
+
+    def _past_children(self, at: int) -> int:
+        while True:
+            found = self.entry(at)
+            if found is None:
+                return at + 1  # the null entry's one byte
+            at = found.end
+
+    def children_iter(self, entry: Entry):
+        at = entry.children
+        while at is not None and at < self.end:
+            child = self.entry(at)
+            if child is None:
+                return
+            yield child
+            at = child.end
+
+    def children(self, entry: Entry) -> List[Entry]:
+        return list(self.children_iter(entry))

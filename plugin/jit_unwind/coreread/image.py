@@ -1,0 +1,105 @@
+"""The parts of a core file a debugger reads, parsed once: PT_LOAD segments, NT_FILE's
+mapped files, each thread's registers (NT_PRSTATUS, in the core's order: GDB's thread
+numbers)."""
+
+import bisect
+import mmap
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from ..regions.corefile import (PT_LOAD, PT_NOTE, NT_FILE, _file_entries, _note_bodies,
+                                _program_headers)
+
+NT_PRSTATUS, NT_PRPSINFO = 1, 3
+PRPSINFO_PID = 24  # pr_pid in x86-64's struct elf_prpsinfo
+# user_regs_struct of x86-64, as NT_PRSTATUS's pr_reg holds it (from byte 112).
+USER_REGS = ("r15", "r14", "r13", "r12", "rbp", "rbx", "r11", "r10", "r9", "r8", "rax",
+             "rcx", "rdx", "rsi", "rdi", "orig_rax", "rip", "cs", "eflags", "rsp", "ss",
+             "fs_base", "gs_base", "ds", "es", "fs", "gs")
+PR_REG, PR_PID = 112, 32
+
+
+@dataclass
+class Segment:
+    start: int
+    end: int  # start + filesz: bytes the core holds
+    offset: int
+    flags: int
+
+
+@dataclass
+class FileMapping:
+    start: int
+    end: int
+    path: str
+    offset: int
+
+
+@dataclass
+class ThreadRegisters:
+    pid: int
+    registers: Dict[str, int]
+
+
+def _contents(path: Path):
+    """The file's bytes, mapped rather than read: a core is often hundreds of MB of which
+    a walk reads a few pages."""
+    with open(path, "rb") as handle:
+        try:
+            return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        except (ValueError, OSError):  # empty, or a file system without mmap
+            handle.seek(0)
+            return handle.read()
+
+
+class CoreImage:
+    """A core file's segments, mapped files and threads.  Raises OSError when it cannot
+    be read and ValueError when it is no 64-bit little-endian ELF file."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.data = _contents(self.path)
+        self.segments: List[Segment] = []
+        self.files: List[FileMapping] = []
+        self.threads: List[ThreadRegisters] = []
+        self.pid: Optional[int] = None  # the process's, from NT_PRPSINFO
+        with open(self.path, "rb") as handle:
+            headers = _program_headers(handle)
+        for kind, flags, offset, vaddr, _paddr, filesz, _memsz, _align in headers:
+            if kind == PT_LOAD and filesz:
+                self.segments.append(Segment(vaddr, vaddr + filesz, offset, flags))
+            elif kind == PT_NOTE:
+                self._notes(bytes(self.data[offset:offset + filesz]))
+        self.segments.sort(key=lambda s: s.start)
+        self._starts = [s.start for s in self.segments]
+        self.files.sort(key=lambda f: f.start)
+        self._file_starts = [f.start for f in self.files]
+
+    def _notes(self, data: bytes) -> None:
+        for kind, body in _note_bodies(data):
+            if kind == NT_PRSTATUS and len(body) >= PR_REG + 8 * len(USER_REGS):
+                values = struct.unpack_from(f"<{len(USER_REGS)}Q", body, PR_REG)
+                pid = struct.unpack_from("<i", body, PR_PID)[0]
+                self.threads.append(ThreadRegisters(pid, dict(zip(USER_REGS, values))))
+            elif kind == NT_PRPSINFO and len(body) >= PRPSINFO_PID + 4:
+                self.pid = struct.unpack_from("<i", body, PRPSINFO_PID)[0]
+            elif kind == NT_FILE:
+                self.files += [FileMapping(start, end, path, offset)
+                               for start, end, path, offset in _file_entries(body)]
+
+    def segment_at(self, address: int) -> Optional[Segment]:
+        index = bisect.bisect_right(self._starts, address) - 1
+        if index >= 0 and address < self.segments[index].end:
+            return self.segments[index]
+        return None
+
+    def file_at(self, address: int) -> Optional[FileMapping]:
+        index = bisect.bisect_right(self._file_starts, address) - 1
+        if index >= 0 and address < self.files[index].end:
+            return self.files[index]
+        return None
+
+    def stack_segment(self, thread: int = 0) -> Optional[Segment]:
+        return self.segment_at(self.threads[thread].registers["rsp"])

@@ -1,0 +1,209 @@
+"""A compilation unit's line table as GDB keeps it, decoded from ``.debug_line``.
+
+The line program is run here (pyelftools reads only its header): pyelftools makes an
+object per row, 0.4 s for CPython's ceval.c alone, where this loop keeps a tuple."""
+
+import bisect
+from typing import Dict, List, Optional, Tuple
+
+Row = Tuple[int, int, bool]  # address, line (0: the end of a run), is_stmt
+
+# Standard opcodes (DWARF 2-5).
+(COPY, ADVANCE_PC, ADVANCE_LINE, SET_FILE, SET_COLUMN, NEGATE_STMT, BASIC_BLOCK,
+ CONST_ADD_PC, FIXED_ADVANCE_PC, PROLOGUE_END, EPILOGUE_BEGIN, SET_ISA) = range(1, 13)
+END_SEQUENCE, SET_ADDRESS = 1, 2  # extended opcodes
+
+
+def _uleb(data: bytes, at: int) -> Tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return value, at
+
+
+def _sleb(data: bytes, at: int) -> Tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            if byte & 0x40:
+                value -= 1 << shift
+            return value, at
+
+
+def rows(program):
+    """(address, file, line, is_stmt, end_sequence) of each row of a pyelftools
+    ``LineProgram`` (its header; the opcodes are decoded here)."""
+    header = program.header
+    stream = program.stream
+    stream.seek(program.program_start_offset)
+    data = stream.read(program.program_end_offset - program.program_start_offset)
+    step = header["minimum_instruction_length"]
+    line_base, line_range = header["line_base"], header["line_range"]
+    opcode_base = header["opcode_base"]
+    lengths = list(header["standard_opcode_lengths"])
+    default_is_stmt = bool(header["default_is_stmt"])
+    const_add = ((255 - opcode_base) // line_range) * step
+    address, file, line, is_stmt = 0, 1, 1, default_is_stmt
+    at, size = 0, len(data)
+    while at < size:
+        op = data[at]
+        at += 1
+        if op >= opcode_base:
+            adjusted = op - opcode_base
+            address += (adjusted // line_range) * step
+            line += line_base + adjusted % line_range
+            yield address, file, line, is_stmt, False
+        elif op == 0:
+            length, at = _uleb(data, at)
+            body = at
+            at += length
+            if length == 0:
+                continue
+            extended = data[body]
+            if extended == END_SEQUENCE:
+                yield address, file, line, is_stmt, True
+                address, file, line, is_stmt = 0, 1, 1, default_is_stmt
+            elif extended == SET_ADDRESS:
+                address = int.from_bytes(data[body + 1:at], "little")
+        elif op == COPY:
+            yield address, file, line, is_stmt, False
+        elif op == ADVANCE_PC:
+            value, at = _uleb(data, at)
+            address += value * step
+        elif op == ADVANCE_LINE:
+            value, at = _sleb(data, at)
+            line += value
+        elif op == SET_FILE:
+            file, at = _uleb(data, at)
+        elif op == NEGATE_STMT:
+            is_stmt = not is_stmt
+        elif op == CONST_ADD_PC:
+            address += const_add
+        elif op == FIXED_ADVANCE_PC:
+            address += data[at] | data[at + 1] << 8
+            at += 2
+        elif op in (BASIC_BLOCK, PROLOGUE_END, EPILOGUE_BEGIN):
+            pass
+        else:  # SET_COLUMN, SET_ISA and opcodes unknown here: skip their operands
+            for _ in range(lengths[op - 1] if op - 1 < len(lengths) else 0):
+                _, at = _uleb(data, at)
+
+
+class Sequence:
+    """One sequence of the program (a run of contiguous code): per file, its rows in
+    address order."""
+
+    def __init__(self, start: int):
+        self.start = start
+        self.end: Optional[int] = None  # set at its end_sequence row
+        self.last = start  # the highest address decoded so far
+        self.tables: Dict[int, List[Row]] = {}
+
+    def holds(self, address: int) -> bool:
+        """Whether ``address`` is inside, as far as decoded (a sequence's addresses
+        only grow)."""
+        return self.start <= address and (address < self.end if self.end is not None
+                                          else address < self.last)
+
+    def row_at(self, address: int) -> Optional[Tuple[int, int, bool]]:
+        best = None
+        for file, found in self.tables.items():
+            at = bisect.bisect_right([row[0] for row in found], address) - 1
+            if at < 0:
+                continue
+            row = found[at]
+            if best is not None and (row[0] < best[0] or (row[0] == best[0] and
+                                                          (row[1] == 0 or best[1]))):
+                continue
+            if not row[2]:  # GDB prefers a statement row at the same address
+                back = at
+                while back > 0 and found[back - 1][0] == row[0] and found[back - 1][1] != 0 \
+                        and not found[back][2]:
+                    back -= 1
+                if found[back][2]:
+                    row = found[back]
+            best = (row[0], row[1], row[2], file)
+        if best is None or best[1] == 0:
+            return None
+        return best[3], best[1], best[2]
+
+
+class LineTable:
+    """A unit's rows as GDB's line table keeps them (``lnp_state_machine`` and
+    ``buildsym``): one table per file, in address order; a row leaving a file ends
+    that file's table there (a line-0 marker replacing its rows at that address); a
+    non-statement row switching files at an address that already had a statement row
+    is dropped, and so are rows of line 0.  A pc's line is the row at or below it with
+    the highest address over every file's table (GDB's ``find_pc_sect_line``): only
+    the sequence holding the pc has such rows, so the program is decoded only until
+    that sequence is past the pc (on for the next pc asked)."""
+
+    def __init__(self, program):
+        self._rows = rows(program)
+        self.sequences: List[Sequence] = []  # decoded to their end
+        self._current: Optional[Sequence] = None
+        self._last_file: Optional[int] = None
+        self._last_address: Optional[int] = None
+        self._stmt_at_address = False
+
+    def _add(self, address: int, file: int, line: int, is_stmt: bool, end: bool) -> None:
+        current = self._current
+        if current is None:
+            current = self._current = Sequence(address)
+        changed = self._last_file != file
+        ignore = not end and (line == 0 or (
+            changed and self._last_address == address and not is_stmt
+            and self._stmt_at_address))
+        if ((changed and not ignore) or end) and self._last_file is not None:
+            _end_marker(current.tables.setdefault(self._last_file, []), address)
+        if not end and not ignore:
+            current.tables.setdefault(file, []).append((address, line, is_stmt))
+            self._last_file = file
+        if self._last_address != address:
+            self._stmt_at_address, self._last_address = False, address
+        self._stmt_at_address |= is_stmt
+        if address > current.last:
+            current.last = address
+        if end:  # GDB's state machine starts afresh for each sequence
+            current.end = address
+            self.sequences.append(current)
+            self._current = self._last_file = self._last_address = None
+            self._stmt_at_address = False
+
+    def row_at(self, address: int) -> Optional[Tuple[int, int, bool]]:
+        """(file, line, is_stmt) GDB gives ``address``, None without a line."""
+        for sequence in self.sequences:
+            if sequence.holds(address):
+                return sequence.row_at(address)
+        add = self._add
+        for row_address, file, line, is_stmt, end in self._rows:
+            add(row_address, file, line, is_stmt, end)
+            if end:
+                if self.sequences[-1].holds(address):
+                    return self.sequences[-1].row_at(address)
+            elif row_address > address:  # holds() inlined: the loop's hot path
+                current = self._current
+                if current is not None and current.start <= address:
+                    return current.row_at(address)
+        return None
+
+
+def _end_marker(found: List[Row], address: int) -> None:
+    """GDB's end of a file's run at ``address``: the rows there give way to a line-0
+    marker (none for an empty run)."""
+    last_line = None
+    while found:
+        last_line = found[-1][1]
+        if found[-1][0] != address:
+            break
+        found.pop()
+    if last_line:
+        found.append((address, 0, True))

@@ -1,0 +1,158 @@
+"""Function symbols of the files a core maps (.symtab, else .dynsym; read with struct),
+their load bias, and the separate debug file GDB would read for each (build id, then
+``.gnu_debuglink``)."""
+
+import bisect
+import os
+import struct
+from typing import Dict, List, Optional, Tuple
+
+from ..file_cache import FileCache
+from ..rawelf import RawElf
+from .image import CoreImage
+
+STT_FUNC, STT_GNU_IFUNC = 2, 10
+DEBUG_ROOT = "/usr/lib/debug"
+_SYMBOL = struct.Struct("<IBBHQQ")
+
+
+class FileSymbols:
+    """One file's functions: (start, end, name), sorted by start; its first PT_LOAD's
+    address; its build id and debug link."""
+
+    def __init__(self, path: str):
+        with open(path, "rb") as handle:
+            elf = RawElf(handle, path)
+            self.first_vaddr = min((vaddr for vaddr, _ in elf.loads), default=None)
+            self.has_dwarf = ".debug_info" in elf.sections
+            self.build_id = _build_id(elf)
+            link = elf.sections.get(".gnu_debuglink")
+            self.debug_link = (link.data().split(b"\0")[0].decode("utf-8", "replace")
+                               if link is not None else None)
+            entries: List[Tuple[int, int, int]] = []
+            self._names = b""
+            for table, strings in ((".symtab", ".strtab"), (".dynsym", ".dynstr")):
+                entries, self._names = _functions(elf, table, strings)
+                if entries:
+                    break
+        entries.sort()
+        self.entries = entries  # (start, end, where the name is in _names)
+        self.starts = [entry[0] for entry in entries]
+
+    def function(self, file_address: int) -> Optional[Tuple[int, str]]:
+        """(start, name) of the function holding ``file_address``."""
+        index = bisect.bisect_right(self.starts, file_address) - 1
+        for candidate in range(index, max(index - 16, -1), -1):  # sizes may nest
+            start, end, name_at = self.entries[candidate]
+            if start <= file_address < end:
+                name_end = self._names.find(b"\0", name_at)
+                return start, self._names[name_at:name_end].decode("utf-8", "replace")
+        return None
+
+
+def _functions(elf: RawElf, table: str, strings: str) -> Tuple[List[Tuple[int, int, int]],
+                                                                bytes]:
+    """The function symbols of ``table`` (names decoded when asked for) and its names."""
+    section, names = elf.sections.get(table), elf.sections.get(strings)
+    if section is None or names is None:
+        return [], b""
+    data = section.data()
+    entries = [(value, value + max(size, 1), name_at)
+               for name_at, info, _other, shndx, value, size in _SYMBOL.iter_unpack(
+                   data[:len(data) - len(data) % _SYMBOL.size])
+               if (info & 0xF) in (STT_FUNC, STT_GNU_IFUNC) and value and shndx]
+    return entries, names.data()
+
+
+def _build_id(elf: RawElf) -> Optional[str]:
+    note = elf.sections.get(".note.gnu.build-id")
+    if note is None:
+        return None
+    data = note.data()
+    if len(data) < 16:
+        return None
+    namesz, descsz, _kind = struct.unpack_from("<III", data)
+    start = 12 + ((namesz + 3) & ~3)
+    return data[start:start + descsz].hex() or None
+
+
+_symbols: FileCache[Optional[FileSymbols]] = FileCache()
+
+
+def file_symbols(path: str) -> Optional[FileSymbols]:
+    return _symbols.get(path, FileSymbols, None)
+
+
+def separate_debug_file(path: str) -> Optional[str]:
+    """Where GDB finds ``path``'s debug info when the file has none of its own:
+    /usr/lib/debug/.build-id/xx/yyy.debug, else the file its .gnu_debuglink names (beside
+    it, in .debug/ there, or under /usr/lib/debug)."""
+    symbols = file_symbols(path)
+    if symbols is None:
+        return None
+    candidates = []
+    if symbols.build_id and len(symbols.build_id) > 2:
+        candidates.append(os.path.join(DEBUG_ROOT, ".build-id", symbols.build_id[:2],
+                                       symbols.build_id[2:] + ".debug"))
+    if symbols.debug_link:
+        directory = os.path.dirname(os.path.realpath(path))
+        candidates += [os.path.join(directory, symbols.debug_link),
+                       os.path.join(directory, ".debug", symbols.debug_link),
+                       DEBUG_ROOT + os.path.join(directory, symbols.debug_link)]
+    return next((c for c in candidates if c != path and os.path.isfile(c)), None)
+
+
+class Symbolizer:
+    """Function symbols of the mapped ELF files (address -> name and start).
+    ``debug_files``: also the separate debug files' .symtab (as GDB reads them)."""
+
+    def __init__(self, image: CoreImage, debug_files: bool = True):
+        self.image = image
+        self.debug_files = debug_files
+        self._bias: Dict[str, Optional[int]] = {}
+        self._files: Dict[str, list] = {}  # path -> its tables, found once per core
+
+    def bias(self, path: str) -> Optional[int]:
+        """Load bias of ``path``: its offset-0 mapping minus its first PT_LOAD's page."""
+        if path not in self._bias:
+            bias = None
+            first = min((f for f in self.image.files if f.path == path),
+                        key=lambda f: f.offset, default=None)
+            symbols = file_symbols(path)
+            vaddr = symbols.first_vaddr if symbols is not None else None
+            if first is not None and first.offset == 0 and vaddr is not None:
+                bias = first.start - (vaddr & ~0xFFF)
+            self._bias[path] = bias
+        return self._bias[path]
+
+    def file_address(self, address: int) -> Optional[Tuple[str, int]]:
+        mapping = self.image.file_at(address)
+        if mapping is None or not mapping.path.startswith("/"):
+            return None
+        bias = self.bias(mapping.path)
+        return None if bias is None else (mapping.path, address - bias)
+
+    def _tables(self, path: str) -> list:
+        tables = self._files.get(path)
+        if tables is None:
+            symbols = file_symbols(path)
+            tables = [symbols] if symbols is not None else []
+            if symbols is not None and self.debug_files and not symbols.has_dwarf:
+                debug = separate_debug_file(path)
+                found = file_symbols(debug) if debug else None
+                if found is not None:
+                    tables.append(found)
+            self._files[path] = tables
+        return tables
+
+    def function(self, address: int) -> Optional[Tuple[int, str]]:
+        """(run-time start, name) of the function holding ``address``."""
+        located = self.file_address(address)
+        if located is None:
+            return None
+        path, file_address = located
+        for table in self._tables(path):
+            found = table.function(file_address)
+            if found is not None:
+                return found[0] + self.bias(path), found[1]
+        return None

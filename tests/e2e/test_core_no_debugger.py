@@ -1,0 +1,74 @@
+"""``jit-unwind core --debugger none`` as a user runs it beyond the same-JSON cores
+(``test_same_json.py``): GDB 18's document on a core of three threads (two of them in
+CPython 3.14's JIT code; thread numbers, LWPs and names included), of CPython 3.15's JIT
+(traces registered through GDB's JIT interface; sources reached through a symlink, which
+GDB shows by their real path) and of clang's tail-calling 3.14 with the JIT (DWARF 5 as
+clang writes it: no .debug_aranges, indexed strings and ranges); ``attach`` and a file
+that is no core are one-line usage errors.  GDB's tail-call frames are left out of its
+documents, as in ``test_same_json.py``."""
+
+import pytest
+
+from tests.e2e.test_cli import assert_one_line_error, jit_unwind
+from tests.e2e.test_same_json import (differences, gdb_document, no_debugger,
+                                      without_tail_calls)
+from tests.jit_python import fixture_python
+from tests.python_expect import SCRIPTS
+from tests.support import GDB_BINARIES, PRINT_PID, remove_perf_map, run_gdb
+
+SCRIPT = SCRIPTS / "raise_in_hot_loop.py"
+
+
+@pytest.fixture(scope="module")
+def threads_core(tmp_path_factory):
+    """GDB 18's gcore of CPython 3.14 with the JIT on, three threads."""
+    python = fixture_python("3.14")
+    core = tmp_path_factory.mktemp("threads") / "program.core"
+    output = run_gdb(GDB_BINARIES["gdb18"], ["set environment PYTHON_JIT=1", "run",
+                                             f"gcore {core}"],
+                     [python, SCRIPTS / "jit_scenarios.py", "threads"], plugin=False)
+    assert core.exists(), output
+    return python, core
+
+
+def test_three_threads_give_gdbs_document(threads_core, tmp_path):
+    python, core = threads_core
+    gdb, tail_calls = gdb_document([python], core, tmp_path)
+    expected, _ = without_tail_calls(
+        gdb, lambda number, frame: frame["level"] in tail_calls.get(number, ()))
+    assert len(expected["threads"]) == 3, expected
+    assert sum(any(f["kind"] == "jit" for f in t["frames"]) for t in expected["threads"]) == 2
+    status, document, errors = no_debugger(core)  # the executable the core names
+    assert status == 0, errors
+    assert document == expected, "--debugger none:\n" + differences(document, expected)
+
+
+@pytest.mark.parametrize("python", ["3.15-jit", "3.14-tailcall"])
+def test_jit_builds_give_gdbs_document(python, tmp_path):
+    program = [fixture_python(python), SCRIPT]
+    core = tmp_path / "program.core"
+    output = run_gdb(GDB_BINARIES["gdb18"], ["set environment PYTHON_JIT=1", "run", PRINT_PID,
+                                             f"gcore {core}"], program, plugin=False)
+    try:
+        assert core.exists(), output
+        gdb, tail_calls = gdb_document(program, core, tmp_path)
+        expected, _ = without_tail_calls(
+            gdb, lambda number, frame: frame["level"] in tail_calls.get(number, ()))
+        assert any(f["kind"] == "jit" for f in expected["threads"][0]["frames"]), expected
+        status, document, errors = no_debugger(core, program[0])
+        assert status == 0, errors
+        assert document == expected, "--debugger none:\n" + differences(document, expected)
+    finally:
+        remove_perf_map(output)
+
+
+def test_attach_needs_a_debugger():
+    assert_one_line_error(jit_unwind("attach", "--debugger", "none", "1"), 2,
+                          ["--debugger none", "core"])
+
+
+def test_a_file_that_is_no_core(tmp_path):
+    text = tmp_path / "notes.txt"
+    text.write_text("not a core\n")
+    assert_one_line_error(jit_unwind("core", "--debugger", "none", text, "/bin/true"), 2,
+                          ["notes.txt", "core file"])
