@@ -20,7 +20,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 from ..file_cache import FileCache
 from ..model import Region, RegionSource
-from ..rawelf import RawElf, file_bias
+from ..rawelf import RawElf, file_bias, load_bias
 
 SOURCE = RegionSource.NOCFI
 MAX_FILES = 256
@@ -371,22 +371,27 @@ def covered_by_eh_frame(path: str, mappings: Iterable, address: int) -> bool:
 
 def nocfi_regions(path: str, mappings: Iterable) -> List[Region]:
     """Run-time ranges of the code of ``path`` without CFI, from the process's
-    mappings of that file (which give its load bias)."""
+    mappings of that file (which give its load bias).  A second mapping of the same
+    file offsets elsewhere (V8 copies node's embedded builtins near its JIT code) has
+    its own bias: its code is the file's code at that offset."""
     gaps = uncovered_ranges(path)
     if not gaps:
         return []
     mine = [m for m in mappings if m.path == path]
-    bias = file_bias(path, mine, _loads.get(path, _read_loads, []))
-    if bias is None:
+    loads = _loads.get(path, _read_loads, [])
+    if file_bias(path, mine, loads) is None:
         return []
     regions = []
     for mapping in mine:
         if not mapping.executable:
             continue
+        bias = load_bias(mapping, loads)
+        if bias is None:
+            continue
         for start, end in gaps:
             low, high = max(start + bias, mapping.start), min(end + bias, mapping.end)
             if low < high:
-                # owner: the file's load bias, for function_at()
+                # owner: this mapping's load bias, for function_at()
                 regions.append(Region(low, high, SOURCE, path, owner=bias))
     return regions
 
