@@ -145,3 +145,29 @@ def test_one_pc_lookup_agrees_with_the_gaps():
         ranges = sorted(_eh_frame_ranges(RawElf(handle, LIBC)))
     for start, end in ranges[::50]:
         assert libc.covers(start) and libc.covers(end - 1), (start, end)
+
+
+def test_a_second_mapping_of_a_files_code_is_that_code_at_its_own_offset():
+    """V8 maps node's embedded builtins a second time near its JIT code (the same file
+    offsets, elsewhere): a pc there is the file's code without CFI at that offset,
+    named from the file's symbols.  A mapping list without offsets (a minidump's, as
+    LLDB lists it) gives no such copy a wrong name."""
+    path = str(fixture_binary("nocfi"))
+    bias = 0x555555554000
+    mappings = _pie_mappings(path, bias)
+    text = next(m for m in mappings if m.executable)
+    copy = 0x7FFFEF000000
+    start, end = _symbols(path)["asm_frameless_function"]
+    pc = copy + (bias + start - text.start) + 5
+    regions = RegionMap(mappings + [Mapping(copy, copy + text.end - text.start, "r-xp",
+                                            path, text.offset)])
+    region = regions.nocfi_at(pc)
+    assert region is not None
+    function = function_at(region, pc)
+    assert (function.name, function.start, function.end) == (
+        "asm_frameless_function", pc - 5, pc - 5 + end - start)
+    assert regions.nocfi_at(bias + start + 5).owner == bias  # the file's own mapping
+    without_offsets = RegionMap([Mapping(m.start, m.end, m.perms, m.path) for m in mappings]
+                                + [Mapping(copy, copy + text.end - text.start, "r-xp", path)])
+    region = without_offsets.nocfi_at(pc)
+    assert region is None or function_at(region, pc) is None
