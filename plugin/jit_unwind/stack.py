@@ -95,7 +95,10 @@ def nocfi_name(frame: Frame, pc: int, cache: StopCache) -> Optional[str]:
         function = function_at(region, pc)
         if function is not None and function.start != pc:
             function = None
-    if function is None or frame.function_name() is not None:
+    if function is None:
+        return None
+    known = frame.function_name()
+    if known and not known.startswith(UNNAMED):
         return None
     return function.name
 
