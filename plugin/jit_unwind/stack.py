@@ -9,6 +9,7 @@ from typing import List, Optional, Tuple
 from .debugger import DebuggerError, Frame, Thread
 from .model import EVAL, EVAL_FUNCTION, JIT, OTHER, NativeFrame, Unwound
 from .naming import jit_frame_name
+from .regions.nocfi import function_at
 from .session import StopCache
 
 MAX_FRAMES = 100_000
@@ -69,13 +70,37 @@ def jit_label(frame: Frame, pc: int, cache: StopCache) -> Optional[NativeFrame]:
         unwound = unwound_by_us(frame, pc, cache)
         if unwound is None:
             return None
-        return NativeFrame(frame.level, OTHER, pc=pc, name=None,
+        return NativeFrame(frame.level, OTHER, pc=pc, name=nocfi_name(frame, pc, cache),
                            stop_reason=unwound.stop_reason, method=unwound.method)
     unwound = unwound_by_us(frame, pc, cache)
     return NativeFrame(frame.level, JIT, pc=pc, guess=guess,
                        name=jit_frame_name(cache.named_regions(), pc, innermost),
                        stop_reason=unwound.stop_reason if unwound else "",
                        method=unwound.method if unwound else "")
+
+
+def nocfi_name(frame: Frame, pc: int, cache: StopCache) -> Optional[str]:
+    """The file's symbol for code without CFI that the debugger cannot name, None
+    otherwise: a second mapping of a file's code (V8's remapped builtins) is no
+    module's to it."""
+    lookup = pc if frame.level == 0 else pc - 1
+    region = cache.regions().nocfi_at(lookup)
+    if region is None:
+        return None
+    function = function_at(region, lookup)
+    if function is None and lookup != pc:
+        # A return address a runtime planted at a function's start (V8's deoptimizer:
+        # Builtins_InterpreterEnterAtNextBytecode+0): no call before it, so pc - 1 lies
+        # in the padding before that function.
+        function = function_at(region, pc)
+        if function is not None and function.start != pc:
+            function = None
+    if function is None:
+        return None
+    known = frame.function_name()
+    if known and not known.startswith(UNNAMED):
+        return None
+    return function.name
 
 
 # LLDB's name for a function its unwind tables found but no symbol names

@@ -15,7 +15,7 @@ from . import mixed
 from .debugger import Frame
 from .frame_label import bt_label, python_name, unnamed_jit_name, walk_stopped
 from .session import StopCache
-from .stack import MAX_FRAMES, classify
+from .stack import MAX_FRAMES, classify, nocfi_name
 from .thread_walk import Step
 
 Source = Optional[Tuple[str, Optional[int]]]  # (file, line or None)
@@ -134,7 +134,7 @@ def shown_frames(steps: Sequence[Step], frames: Sequence[Frame], cache: StopCach
         frame_of.setdefault(id(frame.step), frame)
     for step in steps:
         if step.index is not None:
-            shown = [Shown(INPUT, index=step.index)]
+            shown = [_input_frame(step, frame_of.get(id(step)), cache)]
         elif step.pc is None:
             shown = [Shown(NAMED, name=walk_stopped(step.note))]
         elif step.jit:
@@ -145,6 +145,21 @@ def shown_frames(steps: Sequence[Step], frames: Sequence[Frame], cache: StopCach
         shown += [Shown(NAMED, name=python_name(frame), source=(frame.filename, frame.line))
                   for frame in below.get(id(step), ())]
         yield step, shown
+
+
+def _input_frame(step: Step, frame: Optional[Frame], cache: StopCache) -> Shown:
+    """A debugger's own frame as it is, unless it runs code without CFI it cannot name
+    (V8's builtins remapped from node's executable): then named from the file."""
+    pc = step.pc
+    if frame is not None and pc is None:
+        try:
+            pc = frame.pc()
+        except Exception:  # a frame without a pc keeps the debugger's view
+            pc = None
+    name = nocfi_name(frame, pc, cache) if frame is not None and pc is not None else None
+    if name is None:
+        return Shown(INPUT, index=step.index)
+    return Shown(NAMED, pc=pc, name=name)
 
 
 def _jit_frames(step: Step, frame: Frame, cache: StopCache, show_method: bool,

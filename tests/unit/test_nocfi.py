@@ -5,6 +5,7 @@ import subprocess
 
 from elftools.elf.elffile import ELFFile
 
+from jit_unwind.model import Region
 from jit_unwind.regions import Mapping, RegionMap
 from jit_unwind.regions.nocfi import (_eh_frame_ranges, _is_padding, RawElf,
                                       _ranges_from_pyelftools, function_at, uncovered_ranges)
@@ -83,6 +84,34 @@ def test_region_map_finds_the_function_at_its_load_address():
         assert regions.code_at(bias + main_start + 1) is None
 
 
+def _pie_mappings(path, bias):
+    with open(path, "rb") as handle:
+        loads = [s for s in ELFFile(handle).iter_segments() if s["p_type"] == "PT_LOAD"]
+    return [Mapping(bias + (s["p_vaddr"] & ~0xFFF),
+                    bias + ((s["p_vaddr"] + s["p_memsz"] + 0xFFF) & ~0xFFF),
+                    "r-xp" if s["p_flags"] & 1 else "r--p", path, s["p_offset"] & ~0xFFF)
+            for s in loads]
+
+
+def test_perf_map_lines_naming_a_files_code_without_cfi_are_kept():
+    """V8 lists its embedded builtins (code it generated into node's executable, no
+    CFI) in its perf map: those lines name the code and it is unwound as JIT code.  A
+    line naming a function the file's CFI covers is ordinary code, dropped."""
+    path = str(fixture_binary("nocfi"))
+    bias = 0x555555554000
+    symbols = _symbols(path)
+    builtin, _ = symbols["asm_frameless_function"]
+    ordinary, _ = symbols["main"]
+    regions = RegionMap(_pie_mappings(path, bias), [
+        Region(bias + builtin, bias + builtin + 0x10, "perf-map", "Builtin:JSEntry"),
+        Region(bias + ordinary, bias + ordinary + 0x10, "perf-map", "stale main")])
+    assert regions.symbol_at(bias + builtin + 5).name == "Builtin:JSEntry"
+    assert regions.code_at(bias + builtin + 5).name == "Builtin:JSEntry"
+    assert regions.symbol_at(bias + ordinary + 5) is None
+    assert regions.code_at(bias + ordinary + 5) is None
+    assert not regions.near_jit(bias + ordinary + 5)
+
+
 def test_debug_frame_counts_as_cfi(tmp_path):
     """gcc -g without unwind tables writes .debug_frame, which debuggers read: that
     code has CFI.  Without -g it has none."""
@@ -116,3 +145,29 @@ def test_one_pc_lookup_agrees_with_the_gaps():
         ranges = sorted(_eh_frame_ranges(RawElf(handle, LIBC)))
     for start, end in ranges[::50]:
         assert libc.covers(start) and libc.covers(end - 1), (start, end)
+
+
+def test_a_second_mapping_of_a_files_code_is_that_code_at_its_own_offset():
+    """V8 maps node's embedded builtins a second time near its JIT code (the same file
+    offsets, elsewhere): a pc there is the file's code without CFI at that offset,
+    named from the file's symbols.  A mapping list without offsets (a minidump's, as
+    LLDB lists it) gives no such copy a wrong name."""
+    path = str(fixture_binary("nocfi"))
+    bias = 0x555555554000
+    mappings = _pie_mappings(path, bias)
+    text = next(m for m in mappings if m.executable)
+    copy = 0x7FFFEF000000
+    start, end = _symbols(path)["asm_frameless_function"]
+    pc = copy + (bias + start - text.start) + 5
+    regions = RegionMap(mappings + [Mapping(copy, copy + text.end - text.start, "r-xp",
+                                            path, text.offset)])
+    region = regions.nocfi_at(pc)
+    assert region is not None
+    function = function_at(region, pc)
+    assert (function.name, function.start, function.end) == (
+        "asm_frameless_function", pc - 5, pc - 5 + end - start)
+    assert regions.nocfi_at(bias + start + 5).owner == bias  # the file's own mapping
+    without_offsets = RegionMap([Mapping(m.start, m.end, m.perms, m.path) for m in mappings]
+                                + [Mapping(copy, copy + text.end - text.start, "r-xp", path)])
+    region = without_offsets.nocfi_at(pc)
+    assert region is None or function_at(region, pc) is None

@@ -261,3 +261,36 @@ def test_entry_return_needs_rbp_to_be_the_entry_functions_frame():
     # Nor without the function's start (its prologue cannot be decoded).
     ctx = layout.context(pc, sp, {"rbp": rbp}, function_start=lambda a: None)
     assert unwind_registered_trace(ctx) is None
+
+
+def _planted_chain(layout, above_holds):
+    """A JIT frame whose frame record returns to a runtime's planted address (the start
+    of a function, no call before it: V8's deoptimizer), under two more records: the
+    next also planted, the one after returning after a call when ``above_holds``,
+    else into data."""
+    planted = CODE + 0x200  # a function's first byte
+    layout.put_code(0x1F0, b"\x90" * 16 + bytes.fromhex("554889e5"))
+    ret = native_return_address(layout)
+    pc = layout.put_jit(0x40, bytes.fromhex("554889e5") + CALL_RAX)
+    records = [SP + 0x20, SP + 0x60, SP + 0xA0]
+    for record, caller in zip(records, records[1:] + [0]):
+        layout.word(record, caller)
+    layout.word(records[0] + 8, planted)
+    layout.word(records[1] + 8, planted)
+    layout.word(records[2] + 8, ret if above_holds else STACK + 0x10)
+    return layout.context(pc, SP, {"rbp": records[0]}), planted, records
+
+
+def test_a_planted_return_address_is_followed_where_the_chain_holds_above_it():
+    ctx, planted, records = _planted_chain(Layout(), above_holds=True)
+    result = unwind_jit_frame(ctx)
+    assert result.method == "frame-pointer"
+    assert (result.caller_pc, result.caller_sp) == (planted, records[0] + 16)
+    assert result.saved["rbp"] == records[1]
+
+
+def test_a_planted_return_address_is_refused_where_the_chain_does_not_hold():
+    ctx, planted, _ = _planted_chain(Layout(), above_holds=False)
+    result = unwind_jit_frame(ctx)
+    assert result.method != "frame-pointer"
+    assert result.caller_pc != planted

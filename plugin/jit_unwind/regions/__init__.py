@@ -7,7 +7,7 @@ this address executable, which mapping holds this stack pointer.
 """
 
 import bisect
-from typing import Iterable, List, Optional, Sequence
+from typing import Callable, Iterable, List, Optional, Sequence
 
 from ..model import CodeKind, Mapping, Region, RegionSource
 
@@ -60,10 +60,14 @@ class _SortedRanges:
 _last_filtered: list = [None, None, None]
 
 
-def _current_entries(symbols: Sequence[Region], jit: Optional[_SortedRanges]) -> List[Region]:
+def _current_entries(symbols: Sequence[Region], jit: Optional[_SortedRanges],
+                     runtime_code: Callable[[int], bool] = lambda address: False
+                     ) -> List[Region]:
     """The entries of ``symbols`` that may describe code there now: not those a later
     entry at the same start covers (a JIT freed code and put other code there), and
-    only those starting in JIT code (one of ``jit``'s regions) unless ``jit`` is None."""
+    only those starting in JIT code (one of ``jit``'s regions) or where
+    ``runtime_code(start)`` (code a runtime generated into a file: no CFI covers it),
+    unless ``jit`` is None."""
     key = (len(symbols), tuple((r.start, r.end) for r in jit) if jit is not None else None)
     if _last_filtered[0] is symbols and _last_filtered[1] == key:
         return _last_filtered[2]
@@ -74,7 +78,7 @@ def _current_entries(symbols: Sequence[Region], jit: Optional[_SortedRanges]) ->
             latest[entry.start] = entry
     kept = [s for s in symbols
             if (s is latest[s.start] or s.end > latest[s.start].end)
-            and (jit is None or jit.find(s.start) is not None)]
+            and (jit is None or jit.find(s.start) is not None or runtime_code(s.start))]
     _last_filtered[:] = [symbols, key, kept]
     return kept
 
@@ -94,19 +98,23 @@ class RegionMap:
         self.jit = _SortedRanges(
             Region(m.start, m.end, source, m.path) for m in mappings
             if m.executable and m.anonymous and m.start not in skip)
-        # A perf map's line naming memory that is no JIT code here (unmapped, a file's
-        # code, data) is left over from code freed since or from another process with
-        # the same pid: it would make ordinary frames look like JIT code.  Kept all
-        # when the mappings are unknown.  Lines superseded at their start are dropped.
-        symbols = _current_entries(symbols, self.jit if len(self.mappings) else None)
-        self.symbols = _SortedRanges(symbols)
-        self.registered = _SortedRanges(registered)
-        # Code a JIT described with its own unwind tables (jitdump unwinding records).
-        self.unwind_records = _SortedRanges(())
         # Results worth keeping for this stop, e.g. decoded function starts by pc: a
         # recursion through JIT code asks about the same few pcs thousands of times.
         # Keys of results that depend on the named entries start with "named".
         self.memo: dict = {}
+        # A perf map's line naming memory that is no JIT code here (unmapped, a file's
+        # code with CFI, data) is left over from code freed since or from another
+        # process with the same pid: it would make ordinary frames look like JIT code.
+        # A line naming a file's code without CFI stays: code the runtime generated
+        # into its executable (V8's embedded builtins, `Builtin:JSEntry`), unwound as
+        # JIT code from the start the line gives.  Kept all when the mappings are
+        # unknown.  Lines superseded at their start are dropped.
+        symbols = _current_entries(symbols, self.jit if len(self.mappings) else None,
+                                   self._in_file_code_without_cfi)
+        self.symbols = _SortedRanges(symbols)
+        self.registered = _SortedRanges(registered)
+        # Code a JIT described with its own unwind tables (jitdump unwinding records).
+        self.unwind_records = _SortedRanges(())
         self._spans: Optional[tuple] = None  # see near_jit()
         self._file_code: Optional[tuple] = None  # see in_file_code()
         # address -> code_at's answer: a stack asks about the same return addresses
@@ -232,6 +240,13 @@ class RegionMap:
                 return None  # the file's gaps wait for a pc no FDE covers
             ranges = self.memo[key] = _SortedRanges(nocfi_regions(mapping.path, self.mappings))
         return ranges.find(address) if len(ranges) else None
+
+    def _in_file_code_without_cfi(self, address: int) -> bool:
+        """True when ``address`` is code of a mapped file that no CFI covers."""
+        try:
+            return self.nocfi_at(address) is not None
+        except Exception:  # an unreadable file: its code is no runtime's
+            return False
 
     def mapping_at(self, address: int) -> Optional[Mapping]:
         return self.mappings.find(address)

@@ -20,7 +20,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 from ..file_cache import FileCache
 from ..model import Region, RegionSource
-from ..rawelf import RawElf, file_bias
+from ..rawelf import RawElf, file_bias, load_bias
 
 SOURCE = RegionSource.NOCFI
 MAX_FILES = 256
@@ -371,22 +371,30 @@ def covered_by_eh_frame(path: str, mappings: Iterable, address: int) -> bool:
 
 def nocfi_regions(path: str, mappings: Iterable) -> List[Region]:
     """Run-time ranges of the code of ``path`` without CFI, from the process's
-    mappings of that file (which give its load bias)."""
+    mappings of that file (which give its load bias).  A second mapping of the same
+    file offsets elsewhere (V8 copies node's embedded builtins near its JIT code) has
+    its own bias: its code is the file's code at that offset."""
     gaps = uncovered_ranges(path)
     if not gaps:
         return []
     mine = [m for m in mappings if m.path == path]
-    bias = file_bias(path, mine, _loads.get(path, _read_loads, []))
-    if bias is None:
+    loads = _loads.get(path, _read_loads, [])
+    main_bias = file_bias(path, mine, loads)
+    if main_bias is None:
         return []
     regions = []
     for mapping in mine:
         if not mapping.executable:
             continue
+        # A mapping list without file offsets (a minidump's, as LLDB lists it) says
+        # offset 0 everywhere: the file's own bias then, as for its first mapping.
+        bias = load_bias(mapping, loads) if mapping.offset else main_bias
+        if bias is None:
+            continue
         for start, end in gaps:
             low, high = max(start + bias, mapping.start), min(end + bias, mapping.end)
             if low < high:
-                # owner: the file's load bias, for function_at()
+                # owner: this mapping's load bias, for function_at()
                 regions.append(Region(low, high, SOURCE, path, owner=bias))
     return regions
 
@@ -405,23 +413,33 @@ def function_at(region: Region, address: int) -> Optional[Region]:
 
 
 def _function_symbols(path: str) -> List[Tuple[int, int, str]]:
-    """Function symbols (file addresses) that lie in the file's gaps."""
-    from elftools.elf.elffile import ELFFile
+    """Function symbols (file addresses) that lie in the file's gaps.  Read with
+    struct: node's .symtab holds 110,000 symbols, which pyelftools took 7 s to parse."""
     gaps = uncovered_ranges(path)
     found = []
     with open(path, "rb") as handle:
-        elf = ELFFile(handle)
-        for table in (".symtab", ".dynsym"):
-            section = elf.get_section_by_name(table)
-            if section is None:
+        elf = RawElf(handle, path)
+        for table, strings in ((".symtab", ".strtab"), (".dynsym", ".dynstr")):
+            section, names = elf.sections.get(table), elf.sections.get(strings)
+            if section is None or names is None:
                 continue
-            for symbol in section.iter_symbols():
-                if symbol["st_info"]["type"] != "STT_FUNC" or not symbol["st_value"]:
+            data = section.data()
+            names_data = None
+            for name, info, _other, _index, start, size in _SYMBOL.iter_unpack(
+                    data[:len(data) - len(data) % _SYMBOL.size]):
+                if info & 0xF != 2 or not start:  # STT_FUNC
                     continue
-                start = symbol["st_value"]
                 index = bisect.bisect_right(gaps, (start, float("inf"))) - 1
                 if index >= 0 and start < gaps[index][1]:
-                    found.append((start, start + max(symbol["st_size"], 1), symbol.name))
+                    if names_data is None:
+                        names_data = names.data()
+                    end = names_data.find(b"\0", name)
+                    found.append((start, start + max(size, 1),
+                                  names_data[name:end if end >= 0 else None]
+                                  .decode("utf-8", "replace")))
             if found:
                 break
     return sorted(set(found))
+
+
+_SYMBOL = struct.Struct("<IBBHQQ")  # Elf64_Sym

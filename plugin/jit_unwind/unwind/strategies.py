@@ -7,7 +7,7 @@ from .caller_frame import caller_frame_pointer
 from .context import UnwindContext
 from .entry_record import unwind_entry_record
 from .entry_return import unwind_entry_return
-from .frame_pointer import unwind_frame_pointer
+from .frame_pointer import unwind_chained_frame_pointer, unwind_frame_pointer
 from .jitdump_cfi import jitdump_cfi_applies, unwind_jitdump_cfi
 from .prologue import (known_start_applies, prologue_search_applies, unwind_known_start,
                        unwind_prologue_search)
@@ -110,13 +110,16 @@ def unwind_kept_frame_pointer(ctx: UnwindContext) -> Optional[Unwound]:
     return unwind_frame_pointer(ctx)
 
 
-# Code without CFI in a mapped file (regions/nocfi.py): only what is exact.  Where none
-# answers, the debugger's own heuristics decide, as without us; the frame-pointer rule
-# alone could skip the caller of code that leaves rbp alone, the scans are guesses.
+# Code without CFI in a mapped file (regions/nocfi.py): only what is exact or what the
+# stack proves.  Where none answers, the debugger's own heuristics decide, as without
+# us; the frame-pointer rule alone could skip the caller of code that leaves rbp alone
+# (so without a prologue that sets it up, only where the chain validates above and no
+# return address lies below rbp), the scans are guesses.
 NOCFI_STRATEGIES: List[Tuple[UnwindMethod, Strategy]] = [
     (UnwindMethod.PROLOGUE, unwind_known_start),
     (UnwindMethod.PROLOGUE_SEARCH, unwind_prologue_search),
     (UnwindMethod.FRAME_POINTER, unwind_kept_frame_pointer),
+    (UnwindMethod.FRAME_POINTER, unwind_chained_frame_pointer),
 ]
 
 
