@@ -4,9 +4,10 @@
 and a perf map), Ruby 3.1 YJIT code calling Process.kill, a LuaJIT 2.1 trace calling
 raise() through the FFI.  In GDB 13, GDB 18 and LLDB 23, live and on the debugger's own
 core: no Python failure, the stop frame, never fewer true frames than plain GDB 13 shows,
-no garbage frame; Ruby and LuaJIT reach main/_start.  What does not hold yet (gjs's
-frame-pointer step over Ion frames, HotSpot's stop at JavaCalls::call_helper):
-docs/runtimes.md, "Known gaps".
+no garbage frame (but in gjs's JIT recursion); Ruby and LuaJIT reach main/_start.  What
+does not hold yet (gjs's garbage after scan-found frames, HotSpot's stop at
+JavaCalls::call_helper and its skipped interpreter frame): docs/runtimes.md, "Known
+gaps".
 
 A caller frame is *garbage* when its pc is in no executable mapping of the process, or
 when the debugger has no symbol for it (``?? ()``, a JIT frame) and the bytes before it
@@ -49,6 +50,7 @@ JAVA_OPTIONS = ("-Xbatch", "-Xmx64m", "-XX:+UseSerialGC", "-XX:ReservedCodeCache
 # Hot.java sleeps on every 1024th call; its perf map is written at call 30000.
 JAVA_IGNORE = 30000 // 1024
 GJS_IGNORE = 50  # hot_sin.js calls sin on every 64th iteration; Ion runs it by then
+GJS_RECURSION_IGNORE = 50  # recursive_sin.js: every 256th iteration, 7 calls deep
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,9 @@ class Runtime:
     gdb_setup: Tuple[str, ...] = ()
     lldb_setup: Tuple[str, ...] = ()
     to_the_end: bool = False  # the walk reaches main/_start without garbage today
+    # No garbage frame today (gjs-recursion's GDB unwinds a scan-found caller with the
+    # wrong registers: docs/runtimes.md, "Known gaps").
+    clean: bool = True
 
 
 def _java(*flags: str) -> Callable[[], List[str]]:
@@ -80,6 +85,11 @@ RUNTIMES: Dict[str, Runtime] = {
     "gjs": Runtime(lambda: [_tool("gjs"), str(RUNTIMES_DIR / "hot_sin.js")], ("__sin_fma",),
                    ("set breakpoint pending on", "break sin", f"ignore 1 {GJS_IGNORE}"),
                    (f"breakpoint set -n sin -i {GJS_IGNORE}",)),
+    "gjs-recursion": Runtime(lambda: [_tool("gjs"), str(RUNTIMES_DIR / "recursive_sin.js")],
+                             ("__sin_fma",), ("set breakpoint pending on", "break sin",
+                                              f"ignore 1 {GJS_RECURSION_IGNORE}"),
+                             (f"breakpoint set -n sin -i {GJS_RECURSION_IGNORE}",),
+                             clean=False),
     "hotspot": _java_runtime(),
     "hotspot-fp-perfmap": _java_runtime("-XX:+PreserveFramePointer", "perfmap"),
     "ruby-yjit": Runtime(lambda: [_tool("ruby"), "--yjit", str(RUNTIMES_DIR / "hot_cfunc.rb")],
@@ -266,6 +276,7 @@ def test_backtrace_from_native_code_called_by_jit_code(name, runtime_name, tmp_p
         assert frames and frames[0].function in runtime.stops, transcript.whole
         assert true_frames(frames, mappings, tmp_path) >= reference.true, \
             f"{listing}\nplain GDB 13:\n" + "\n".join(f.line for f in reference.frames)
-        assert garbage(frames, mappings, tmp_path) == [], listing
+        if runtime.clean:
+            assert garbage(frames, mappings, tmp_path) == [], listing
         if runtime.to_the_end:
             assert frames[-1].function in ENDS, listing
