@@ -35,7 +35,8 @@ SNAPSHOT = (f"import sys; sys.path.insert(0, {str(REPO)!r}); "
             "from tests.process_snapshot import snapshot; snapshot({pid}, {directory!r})")
 GDB_PID, LLDB_PID = "gdb.selected_inferior().pid", "lldb.process.GetProcessID()"
 # Ruby's and gjs's executables are stripped (main is "??"): their walk ends at _start.
-ENDS = {"main", "_start"}
+# The JVM runs main in a thread of its own: its walk ends at clone3.
+ENDS = {"main", "_start", "clone3", "__clone3"}
 
 
 def _tool(name: str) -> str:
@@ -74,10 +75,10 @@ def _java(*flags: str) -> Callable[[], List[str]]:
 
 
 def _java_runtime(*flags: str) -> Runtime:
-    return Runtime(_java(*flags), ("JVM_Sleep",),
+    return Runtime(_java(*flags), ("JVM_Sleep",), to_the_end=True, gdb_setup=
                    ("set breakpoint pending on", "handle SIGSEGV nostop noprint pass",
                     "break JVM_Sleep", f"ignore 1 {JAVA_IGNORE}"),
-                   (f"breakpoint set -n JVM_Sleep -i {JAVA_IGNORE}",
+                   lldb_setup=(f"breakpoint set -n JVM_Sleep -i {JAVA_IGNORE}",
                     "process handle SIGSEGV -s false -n false -p true"))
 
 
