@@ -4,10 +4,9 @@
 and a perf map), Ruby 3.1 YJIT code calling Process.kill, a LuaJIT 2.1 trace calling
 raise() through the FFI.  In GDB 13, GDB 18 and LLDB 23, live and on the debugger's own
 core: no Python failure, the stop frame, never fewer true frames than plain GDB 13 shows,
-no garbage frame (but in gjs's JIT recursion); Ruby and LuaJIT reach main/_start.  What
-does not hold yet (gjs's garbage after scan-found frames, HotSpot's stop at
-JavaCalls::call_helper and its skipped interpreter frame): docs/runtimes.md, "Known
-gaps".
+no garbage frame (but in gjs's JIT recursion); Ruby and LuaJIT reach main/_start,
+HotSpot clone3.  What does not hold yet (gjs's garbage after scan-found frames, HotSpot's
+skipped interpreter frame): docs/runtimes.md, "Known gaps".
 
 A caller frame is *garbage* when its pc is in no executable mapping of the process, or
 when the debugger has no symbol for it (``?? ()``, a JIT frame) and the bytes before it
