@@ -7,7 +7,7 @@ VENV := .venv
 BUILD := build
 PYTHON311 ?= $(shell command -v python3.11 || echo /usr/bin/python3)
 APT_PACKAGES := gdb gcc make python3 python3-venv python3-pyelftools python3-tabulate \
-                lldb-19 python3-lldb-19
+                lldb-19 python3-lldb-19 gjs ruby luajit openjdk-17-jdk-headless
 FIXTURE_CFLAGS := -O0 -g -fno-omit-frame-pointer -Wall -Wextra
 PYTEST_ARGS ?=
 
@@ -65,7 +65,7 @@ $(VENV)/.installed: requirements-test.txt setup.cfg
 	touch $@
 
 fixtures: $(BUILD)/toyjit $(BUILD)/deepstack $(BUILD)/jitdump_jit $(BUILD)/manyjit $(BUILD)/nocfi \
-          cpython-fixtures
+          $(BUILD)/runtimes/Hot.class cpython-fixtures
 
 # The CPython test interpreters of tests/jit_python.py, once per machine into
 # ~/.cache/jit-unwind: unpacked from ../shared/cpython when it has them (seconds), else
@@ -87,6 +87,11 @@ $(BUILD)/nocfi: $(NOCFI_SOURCES)
 	gcc -O1 -fno-asynchronous-unwind-tables -fno-unwind-tables -fomit-frame-pointer \
 	    -c -o $(BUILD)/nocfi_c.o tests/fixtures/nocfi_c.c
 	gcc $(FIXTURE_CFLAGS) -o $@ tests/fixtures/nocfi.c $(BUILD)/nocfi_asm.o $(BUILD)/nocfi_c.o
+
+# The HotSpot program of tests/e2e/test_jit_runtimes.py (the other runtimes' are scripts).
+$(BUILD)/runtimes/Hot.class: tests/fixtures/runtimes/Hot.java
+	@mkdir -p $(BUILD)/runtimes
+	javac -d $(BUILD)/runtimes $<
 
 clean:
 	rm -rf $(BUILD) $(VENV)

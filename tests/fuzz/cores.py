@@ -1,10 +1,11 @@
 """Real core files to fuzz: written by GDB's ``gcore`` from real stopped programs.
 
 The toy JIT in its three modes (with and without ``--perf-map``), CPython 3.12 with
-``-X perf`` (pyenv), CPython 3.13, 3.14 and 3.15 with their JIT and a free-threaded 3.14t
-with ``-X perf`` running four threads.  Each core is made once per directory; the perf map of
-its dead process is kept next to it (as ``perf.map``) and put back in /tmp under the
-core's pid while the fuzzer runs, since the core names no trampolines itself.
+``-X perf`` (pyenv), CPython 3.13, 3.14 and 3.15 with their JIT, a free-threaded 3.14t
+with ``-X perf`` running four threads, LuaJIT 2.1 and Ruby 3.1 with YJIT.  Each core is
+made once per directory; the perf map of its dead process is kept next to it (as
+``perf.map``) and put back in /tmp under the core's pid while the fuzzer runs, since the
+core names no trampolines itself.
 """
 
 import os
@@ -33,6 +34,15 @@ def _toyjit() -> Path:
     return fixture_binary("toyjit")
 
 
+RUNTIMES = Path(__file__).resolve().parent.parent / "fixtures" / "runtimes"
+
+
+def _runtime(name: str) -> Path:
+    found = shutil.which(name)
+    assert found, f"{name} is missing: run `make apt-deps`"
+    return Path(found)
+
+
 RECIPES: Dict[str, Recipe] = {
     "toy-fp": Recipe(_toyjit, ("fp", "3", "sigtrap", "--perf-map")),
     "toy-frameless": Recipe(_toyjit, ("frameless", "3", "sigtrap", "--perf-map")),
@@ -58,6 +68,10 @@ RECIPES: Dict[str, Recipe] = {
                          (str(SCRIPTS / "jit_scenarios.py"), "kill"),
                          ("set environment PYTHON_JIT=1",), python=True,
                          debug_symbols=("__jit_debug_descriptor",)),
+    # JIT runtimes of tests/e2e/test_jit_runtimes.py whose walk reaches main today,
+    # stopped in native code called from a LuaJIT trace and from YJIT code (no perf map).
+    "luajit": Recipe(lambda: _runtime("luajit"), (str(RUNTIMES / "hot_ffi.lua"),)),
+    "ruby-yjit": Recipe(lambda: _runtime("ruby"), ("--yjit", str(RUNTIMES / "hot_cfunc.rb"))),
 }
 
 

@@ -167,6 +167,43 @@ def test_stack_scan_is_the_last_resort_and_a_guess():
     assert result.saved == {"rbp": 0x1234, "rbx": 5}   # GDB can unwind the caller
 
 
+def _scanned_frame_above_a_pushed_rbp(layout, rbp):
+    """A frame found by stack scan whose callee pushed the caller's frame pointer right
+    below the return slot (HotSpot's interpreter entry below its call stub), the
+    caller's own record [saved rbp, return address] above; ``rbp`` is this frame's."""
+    ret = native_return_address(layout)
+    outer = native_return_address(layout, 0x200)
+    pc = layout.put_jit(0x80, bytes.fromhex("0000") + CALL_RAX)  # undecodable
+    caller_rbp = SP + 0x80
+    layout.word(SP + 0x20, caller_rbp)   # pushed right below the return slot
+    layout.word(SP + 0x28, ret)
+    layout.word(caller_rbp, STACK + 0x9000)
+    layout.word(caller_rbp + 8, outer)
+    return unwind_jit_frame(layout.context(pc, SP, {"rbp": rbp, "rbx": 5})), caller_rbp, pc
+
+
+def test_stack_scan_takes_the_callers_rbp_pushed_below_its_return_address():
+    """This frame's rbp lies below the caller's sp: it cannot be the caller's frame
+    pointer (GDB would end the walk, "previous frame inner to this frame")."""
+    result, caller_rbp, _ = _scanned_frame_above_a_pushed_rbp(Layout(), SP + 0x10)
+    assert result.method == "stack-scan" and result.guess
+    assert result.saved == {"rbp": caller_rbp, "rbx": 5}
+
+
+def test_stack_scan_keeps_an_rbp_that_may_be_the_callers():
+    result, _, _ = _scanned_frame_above_a_pushed_rbp(Layout(), SP + 0x100)
+    assert result.saved["rbp"] == SP + 0x100
+
+
+def test_stack_scan_takes_no_pushed_word_that_is_no_frame_pointer():
+    layout = Layout()
+    result, caller_rbp, pc = _scanned_frame_above_a_pushed_rbp(layout, 0x1234)
+    assert result.saved["rbp"] == caller_rbp
+    layout.word(caller_rbp + 8, CODE + 0x10)  # no return address above it
+    result = unwind_jit_frame(layout.context(pc, SP, {"rbp": 0x1234, "rbx": 5}))
+    assert result.saved["rbp"] == 0x1234
+
+
 def test_nothing_found_ends_the_walk_with_a_reason():
     layout = Layout()
     pc = layout.put_jit(0x80, bytes.fromhex("0000") + CALL_RAX)

@@ -1,6 +1,6 @@
 """Last resort: the first word above sp that looks like a return address.  A guess."""
 
-from typing import Optional
+from typing import Dict, Optional
 
 from ..model import UnwindMethod, Unwound
 from .context import UnwindContext
@@ -13,11 +13,39 @@ def unwind_stack_scan(ctx: UnwindContext) -> Optional[Unwound]:
     for slot, value in ctx.stack_words(SCAN_WORDS):
         if value != ctx.pc and ctx.is_return_address(value):
             caller_sp = slot + 8
-            # Registers as this frame has them: right for code that keeps the C calling
-            # convention, and without rbp GDB could not unwind a caller whose CFA is
-            # rbp-based at all.
-            saved = {} if ctx.in_trace() else ctx.passed_through(CALLEE_SAVED)
+            if ctx.in_trace():  # frameless code entered through a shim keeps none
+                saved: Dict[str, int] = {}
+            else:
+                # Registers as this frame has them: right for code that keeps the C
+                # calling convention, and without rbp GDB could not unwind a caller
+                # whose CFA is rbp-based at all.
+                saved = ctx.passed_through(CALLEE_SAVED)
+                pushed = _rbp_pushed_below(ctx, slot, saved.get("rbp"))
+                if pushed is not None:
+                    saved["rbp"] = pushed
             return Unwound(method=UnwindMethod.STACK_SCAN, caller_pc=value, caller_sp=caller_sp,
                            cfa=caller_sp, frame_start=ctx.function_start(), guess=True,
                            saved=saved)
     return None
+
+
+def _rbp_pushed_below(ctx: UnwindContext, slot: int, rbp: Optional[int]) -> Optional[int]:
+    """The caller's rbp from the word right below its return slot, where code entered by
+    that call pushes it first (HotSpot's compiled code and interpreter, SpiderMonkey's
+    frames): taken only when this frame's rbp cannot be the caller's frame pointer (it
+    lies below the caller's sp) and the word is one, a stack address above the slot
+    whose next word is a return address.  Without it, a caller unwound by its CFA =
+    rbp + 16 ends the walk ("previous frame inner to this frame")."""
+    caller_sp = slot + 8
+    if rbp is not None and rbp >= caller_sp and ctx.is_stack_address(rbp):
+        return None
+    below = ctx.memory.try_read(slot - 8, 8)
+    if below is None:
+        return None
+    pushed = int.from_bytes(below, "little")
+    if pushed % 8 or pushed < caller_sp or not ctx.is_stack_address(pushed):
+        return None
+    record = ctx.memory.try_read(pushed + 8, 8)
+    if record is None or not ctx.is_return_address(int.from_bytes(record, "little")):
+        return None
+    return pushed
