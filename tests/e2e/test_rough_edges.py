@@ -175,6 +175,28 @@ def test_lldb_wrapper_environment_stays_out_of_the_program(plugin):
         plugin)
 
 
+@pytest.mark.parametrize("debugger", ["gdb18", "lldb"])
+def test_wrapper_notice_leaves_stdout_to_the_users_commands(debugger):
+    """The notice goes to stderr: scripts read what a debugger prints on stdout (CPython's
+    test_gdb takes GDB's encoding from ``python print(...)``)."""
+    if debugger == "gdb18":
+        argv = [GDB_BINARIES["gdb18"], "-nx", "-q", "-batch", "-iex",
+                "set debuginfod enabled off", "-x", GDB_INIT, "-ex",
+                "python print('only this')"]
+    else:
+        argv = [REPO / ".venv" / "bin" / "lldb", "--no-lldbinit", "-b", "-o",
+                f"command script import {LLDB_INIT}", "-o", "script print('only this')"]
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYTHONHOME", "PYTHONPATH", "PYTHONNOUSERSITE",
+                                "PYTHONLOADER", "LLDB_DEBUGSERVER"))}
+    result = subprocess.run([str(a) for a in argv], capture_output=True, text=True,
+                            errors="replace", timeout=GDB_TIMEOUT, stdin=subprocess.DEVNULL,
+                            env=env)
+    assert "jit-unwind: programs run without" in result.stderr, result.stderr
+    assert "jit-unwind: programs run without" not in result.stdout, result.stdout
+    assert "only this" in result.stdout, result.stdout
+
+
 def test_debian_gdb_passes_the_users_python_environment_on():
     """No wrapper: a PYTHONPATH in GDB's environment is the user's, for the program."""
     output = _through_wrapper(

@@ -41,8 +41,8 @@ def _keep_wrapper_environment_out() -> None:
                               _program_value)
     for name in names:
         gdb.execute(f"unset environment {name}", to_string=True)
-    if names:
-        gdb.write(kept_out_message(names, "GDB") + "\n")
+    if names:  # stderr: scripts read GDB's stdout (CPython's test_gdb its encoding)
+        gdb.write(kept_out_message(names, "GDB") + "\n", gdb.STDERR)
 
 
 def _program_value(name: str):

@@ -41,4 +41,11 @@ def _keep_wrapper_environment_out(debugger: "lldb.SBDebugger") -> None:
     debugger.GetCommandInterpreter().HandleCommand(
         "settings append target.unset-env-vars " + " ".join(names), result)
     if result.Succeeded():
-        print(kept_out_message(names, "LLDB"))
+        # LLDB's error stream (sys.stderr goes nowhere while a script is imported):
+        # stdout is for the user's commands.
+        message = kept_out_message(names, "LLDB") + "\n"
+        error_file = debugger.GetErrorFile()
+        if error_file.IsValid():
+            error_file.Write(message.encode())
+        else:
+            print(message, end="")
