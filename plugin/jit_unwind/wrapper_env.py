@@ -48,6 +48,16 @@ def wrapper_variables(environ: Mapping[str, str], prefixes: Iterable[str],
     return [name for name in names if program_value(name) == environ[name]]
 
 
+def announced() -> bool:
+    """Whether to say it: in a session someone types into (stdin a terminal), not in
+    scripted and batch runs, whose every output line is read (CPython's test_gdb fails
+    on any line GDB writes to stderr)."""
+    try:
+        return os.isatty(0)
+    except OSError:
+        return False
+
+
 def kept_out_message(names: List[str], debugger: str) -> str:
     """The one line saying what the program will not inherit, and why."""
     return (f"jit-unwind: programs run without {', '.join(names)}: {debugger}'s pip "

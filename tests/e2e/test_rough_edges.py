@@ -3,6 +3,7 @@
 import json
 import re
 import os
+import pty
 import shutil
 import subprocess
 from pathlib import Path
@@ -125,17 +126,27 @@ WRAPPER_LINE = ("jit-unwind: programs run without PYTHONHOME, PYTHONPATH, PYTHON
                 "{}: {}'s pip wrapper set them for its own Python.")
 
 
-def _through_wrapper(argv, **variables):
+def _wrapper_run(argv, terminal=False, **variables):
     """Run a debugger (a pip wrapper: .venv/bin/gdb or lldb) as a user does, in the
     environment the tests run in minus what a wrapper may have left in it, plus
-    ``variables``."""
+    ``variables``; its stdin a terminal (someone typing) or nothing (a script)."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("PYTHONHOME", "PYTHONPATH", "PYTHONNOUSERSITE",
                                 "PYTHONLOADER", "LLDB_DEBUGSERVER"))}
     env.update(variables)
-    result = subprocess.run([str(a) for a in argv], capture_output=True, text=True,
-                            errors="replace", timeout=GDB_TIMEOUT, stdin=subprocess.DEVNULL,
-                            env=env)
+    leader, follower = pty.openpty() if terminal else (None, None)
+    try:
+        return subprocess.run([str(a) for a in argv], capture_output=True, text=True,
+                              errors="replace", timeout=GDB_TIMEOUT,
+                              stdin=follower if terminal else subprocess.DEVNULL, env=env)
+    finally:
+        if terminal:
+            os.close(leader)
+            os.close(follower)
+
+
+def _through_wrapper(argv, terminal=False, **variables):
+    result = _wrapper_run(argv, terminal, **variables)
     return result.stdout + result.stderr
 
 
@@ -144,7 +155,7 @@ def _assert_program_runs_with_its_own_environment(output, line, plugin):
     if not plugin:  # the wrapper's PYTHONHOME breaks CPython 3.14: what the plugin fixes
         assert not runs, output
         return
-    assert output.count(line) == 1, output
+    assert output.count(line) == 1, output  # a terminal session: said once
     assert runs == ["program: ctypes imported, PYTHONPATH None PYTHONHOME None",
                     "program: ctypes imported, PYTHONPATH /users/own PYTHONHOME None"], output
 
@@ -160,7 +171,7 @@ def test_gdb_wrapper_environment_stays_out_of_the_program(plugin):
     argv += ["-ex", "run", "-ex", "set environment PYTHONPATH=/users/own", "-ex", "run",
              "--args", fixture_python("3.14"), "-c", SEES_ITS_ENVIRONMENT]
     _assert_program_runs_with_its_own_environment(
-        _through_wrapper(argv), WRAPPER_LINE.format("", "GDB"), plugin)
+        _through_wrapper(argv, terminal=True), WRAPPER_LINE.format("", "GDB"), plugin)
 
 
 @pytest.mark.parametrize("plugin", [True, False])
@@ -171,14 +182,16 @@ def test_lldb_wrapper_environment_stays_out_of_the_program(plugin):
     argv += ["-o", "run", "-o", "settings set target.env-vars PYTHONPATH=/users/own",
              "-o", "run", "--", fixture_python("3.14"), "-c", SEES_ITS_ENVIRONMENT]
     _assert_program_runs_with_its_own_environment(
-        _through_wrapper(argv), WRAPPER_LINE.format(", PYTHONLOADER_LIBPYTHON", "LLDB"),
-        plugin)
+        _through_wrapper(argv, terminal=True),
+        WRAPPER_LINE.format(", PYTHONLOADER_LIBPYTHON", "LLDB"), plugin)
 
 
+@pytest.mark.parametrize("terminal", [True, False])
 @pytest.mark.parametrize("debugger", ["gdb18", "lldb"])
-def test_wrapper_notice_leaves_stdout_to_the_users_commands(debugger):
-    """The notice goes to stderr: scripts read what a debugger prints on stdout (CPython's
-    test_gdb takes GDB's encoding from ``python print(...)``)."""
+def test_wrapper_notice_only_where_someone_types(debugger, terminal):
+    """Said once on stderr in a session on a terminal; a script's run (stdin no terminal,
+    e.g. CPython's test_gdb, which fails on any stderr line) gets no extra line, and the
+    program's environment is fixed all the same (tests above)."""
     if debugger == "gdb18":
         argv = [GDB_BINARIES["gdb18"], "-nx", "-q", "-batch", "-iex",
                 "set debuginfod enabled off", "-x", GDB_INIT, "-ex",
@@ -186,15 +199,13 @@ def test_wrapper_notice_leaves_stdout_to_the_users_commands(debugger):
     else:
         argv = [REPO / ".venv" / "bin" / "lldb", "--no-lldbinit", "-b", "-o",
                 f"command script import {LLDB_INIT}", "-o", "script print('only this')"]
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PYTHONHOME", "PYTHONPATH", "PYTHONNOUSERSITE",
-                                "PYTHONLOADER", "LLDB_DEBUGSERVER"))}
-    result = subprocess.run([str(a) for a in argv], capture_output=True, text=True,
-                            errors="replace", timeout=GDB_TIMEOUT, stdin=subprocess.DEVNULL,
-                            env=env)
-    assert "jit-unwind: programs run without" in result.stderr, result.stderr
+    result = _wrapper_run(argv, terminal)
     assert "jit-unwind: programs run without" not in result.stdout, result.stdout
     assert "only this" in result.stdout, result.stdout
+    assert result.stderr.count("jit-unwind: programs run without") == int(terminal), \
+        result.stderr
+    if debugger == "gdb18" and not terminal:
+        assert result.stderr == "", result.stderr
 
 
 def test_debian_gdb_passes_the_users_python_environment_on():
@@ -421,7 +432,7 @@ def test_gdb_wrapper_keeps_a_pythonhome_the_user_set_before_the_plugin():
     output = _through_wrapper(
         [GDB_BINARIES["gdb18"], "-nx", "-q", "-batch", "-iex", "set debuginfod enabled off",
          "-iex", f"set environment PYTHONHOME={home}", "-x", GDB_INIT, "-ex", "run",
-         "--args", python, "-c", SEES_ITS_ENVIRONMENT])
+         "--args", python, "-c", SEES_ITS_ENVIRONMENT], terminal=True)
     assert output.count("jit-unwind: programs run without PYTHONPATH, PYTHONNOUSERSITE: "
                         "GDB's pip wrapper set them for its own Python.") == 1, output
     assert f"program: ctypes imported, PYTHONPATH None PYTHONHOME {home}" in output, output

@@ -5,7 +5,7 @@ import sys
 
 import gdb
 
-from ..wrapper_env import kept_out_message, wrapper_variables
+from ..wrapper_env import announced, kept_out_message, wrapper_variables
 
 from .commands import register_commands
 from .frame_filter import JitFrameFilter
@@ -41,7 +41,7 @@ def _keep_wrapper_environment_out() -> None:
                               _program_value)
     for name in names:
         gdb.execute(f"unset environment {name}", to_string=True)
-    if names:  # stderr: scripts read GDB's stdout (CPython's test_gdb its encoding)
+    if names and announced():  # stderr: stdout is the user's commands' output
         gdb.write(kept_out_message(names, "GDB") + "\n", gdb.STDERR)
 
 

@@ -32,7 +32,7 @@ def _keep_wrapper_environment_out(debugger: "lldb.SBDebugger") -> None:
     target.env-vars still win over it."""
     import os
     import sys
-    from ..wrapper_env import kept_out_message, wrapper_variables
+    from ..wrapper_env import announced, kept_out_message, wrapper_variables
     names = wrapper_variables(os.environ, (sys.prefix, sys.exec_prefix),
                               os.path.dirname(lldb.__file__))
     if not names:
@@ -40,7 +40,7 @@ def _keep_wrapper_environment_out(debugger: "lldb.SBDebugger") -> None:
     result = lldb.SBCommandReturnObject()
     debugger.GetCommandInterpreter().HandleCommand(
         "settings append target.unset-env-vars " + " ".join(names), result)
-    if result.Succeeded():
+    if result.Succeeded() and announced():
         # LLDB's error stream (sys.stderr goes nowhere while a script is imported):
         # stdout is for the user's commands.
         message = kept_out_message(names, "LLDB") + "\n"
