@@ -80,5 +80,5 @@ def _run(options, core: str) -> int:
                       options.core)
     debugger = find_debugger(options.debugger)
     argv = batch_argv(debugger, [mixed_bt_command(options)], core=core,
-                      executable=executable)
+                      executable=executable, debug_info=not options.python_only)
     return report(run_batch(argv, debugger), options, debugger, options.core)
