@@ -4,7 +4,6 @@ through a debugger or (``--debugger none``) read here without one."""
 import os
 import sys
 
-from ..regions.corefile import core_executable
 from .debuggers import batch_argv, find_debugger, run_batch
 from .compressed import plain_core
 from .errors import CliError
@@ -36,6 +35,7 @@ def _readable(path: str, what: str) -> None:
 def find_executable(core: str, shown: str = "") -> str:
     """The executable the core names, checked to exist here; ``shown``: the core's name
     in messages (the compressed file the user gave)."""
+    from ..regions.corefile import core_executable
     shown = shown or core
     try:
         named = core_executable(core)
@@ -52,6 +52,7 @@ def find_executable(core: str, shown: str = "") -> str:
 
 def _named(core: str):
     """The executable the core names, None when it names none."""
+    from ..regions.corefile import core_executable
     try:
         return core_executable(core)
     except (OSError, ValueError):

@@ -5,7 +5,6 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Sequence
 
@@ -24,10 +23,14 @@ END = "@@jit-unwind-end@@"  # and after it, before GDB's "detached"
 INDEX_CACHE_ENV = "JIT_UNWIND_INDEX_CACHE"
 
 
-@dataclass
 class Debugger:
-    kind: str  # "gdb" or "lldb"
-    path: str
+    # Not a dataclass: importing dataclasses (and inspect) is ~10 ms of every run.
+    def __init__(self, kind: str, path: str):
+        self.kind = kind  # "gdb" or "lldb"
+        self.path = path
+
+    def __repr__(self) -> str:
+        return f"Debugger({self.kind!r}, {self.path!r})"
 
 
 def beside_python(name: str) -> Optional[str]:
@@ -125,12 +128,12 @@ def debugger_env(debugger: Debugger) -> dict:
     return env
 
 
-@dataclass
 class BatchResult:
-    output: str  # what the commands printed, after MARK
-    errors: str  # the debugger's stderr
-    status: int
-    whole: str  # stdout and stderr, for diagnosing failures
+    def __init__(self, output: str, errors: str, status: int, whole: str):
+        self.output = output  # what the commands printed, after MARK
+        self.errors = errors  # the debugger's stderr
+        self.status = status
+        self.whole = whole  # stdout and stderr, for diagnosing failures
 
 
 def run_batch(argv: List[str], debugger: Debugger) -> BatchResult:
