@@ -111,8 +111,8 @@ def _symbol_reading(debug_info: bool) -> List[str]:
     ``$XDG_CACHE_HOME/gdb``, by default ``~/.cache/gdb``), which spares the next run
     building the index again (0.10 s instead of 0.25 s) at a one-time cost for the
     first."""
-    if not debug_info:
-        return ["--readnever"]
+    if not debug_info:  # nor the separate debug files' symbol tables (libc's: 13 ms)
+        return ["--readnever", "-iex", "set debug-file-directory"]
     if os.environ.get(INDEX_CACHE_ENV, "").strip().lower() in ("0", "off", "no", "false"):
         return []
     return ["-iex", "set index-cache enabled on"]
