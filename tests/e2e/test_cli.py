@@ -93,6 +93,29 @@ def test_core_through_gdb18(jit_core):
     assert result.stdout.count("[jit] spin (") == 2, result.stdout
 
 
+def test_gdbs_index_cache_is_where_the_readme_says_and_can_be_turned_off(jit_core, tmp_path):
+    """A run with native frames leaves GDB's index of python's DWARF in
+    $XDG_CACHE_HOME/gdb, named by its build ID, and prints the same stack the next time
+    (the index read back); JIT_UNWIND_INDEX_CACHE=0 and --python-only (no DWARF read)
+    leave nothing there."""
+    python, core = jit_core
+    for env, args in (({"JIT_UNWIND_INDEX_CACHE": "0"}, ()), ({}, ("--python-only",))):
+        cache = tmp_path / ("off" if env else "python-only")
+        result = jit_unwind("core", *args, core, python, env={"XDG_CACHE_HOME": str(cache),
+                                                              **env})
+        assert result.returncode == 0 and "[py] spin (" in result.stdout, result
+        assert not (cache / "gdb").exists() or not list((cache / "gdb").iterdir())
+    cache = tmp_path / "on"
+    first = jit_unwind("core", core, python, env={"XDG_CACHE_HOME": str(cache)})
+    assert first.returncode == 0 and first.stdout.count("[jit] spin (") == 2, first
+    written = sorted(path.name for path in (cache / "gdb").iterdir())
+    build_id = subprocess.run(["readelf", "-n", python], capture_output=True, text=True
+                              ).stdout.split("Build ID: ")[1].split()[0]
+    assert f"{build_id}.gdb-index" in written, written
+    again = jit_unwind("core", core, python, env={"XDG_CACHE_HOME": str(cache)})
+    assert again.returncode == 0 and again.stdout == first.stdout, again
+
+
 def test_a_missing_core_is_a_usage_error(tmp_path):
     result = jit_unwind("core", tmp_path / "no.core")
     assert_one_line_error(result, 2, ["no.core", "not found"])

@@ -72,3 +72,27 @@ def test_a_file_that_is_no_core(tmp_path):
     text.write_text("not a core\n")
     assert_one_line_error(jit_unwind("core", "--debugger", "none", text, "/bin/true"), 2,
                           ["notes.txt", "core file"])
+
+
+def test_inflated_sections_are_kept_and_read_back_the_same(threads_core, tmp_path):
+    """libc's /usr/lib/debug file compresses its DWARF: the sections inflated are kept
+    in $XDG_CACHE_HOME/jit-unwind/dwarf-sections, and the next run, a run after an entry
+    was damaged and a run with the cache off print the same stacks."""
+    python, core = threads_core
+    cache = tmp_path / "cache"
+
+    def run(cache_home, **env):
+        return jit_unwind("core", "--debugger", "none", core, python,
+                          env={"XDG_CACHE_HOME": str(cache_home), **env})
+
+    first = run(cache)
+    assert first.returncode == 0 and "[jit] spin (" in first.stdout, first
+    kept = sorted((cache / "jit-unwind" / "dwarf-sections").glob("*.section"))
+    assert kept, first.stderr
+    assert run(cache).stdout == first.stdout
+    with open(kept[0], "r+b") as handle:  # an entry cut short: not used, written again
+        handle.truncate(100)
+    assert run(cache).stdout == first.stdout
+    assert kept[0].stat().st_size > 100
+    off = run(tmp_path / "off", JIT_UNWIND_SECTION_CACHE="0")
+    assert off.stdout == first.stdout and not (tmp_path / "off").exists(), off

@@ -191,3 +191,25 @@ def test_disable_frame_filter_removes_python_frames(gdb):
                      [pyenv_python("3.12.1"), RECURSE])
     assert "[py]" not in output
     assert re.search(rf"^#\d+ .*{EVAL} ", output, re.M), output
+
+
+def test_py_mixed_bt_keeps_the_selected_thread_and_frame(gdb, tmp_path):
+    """Listing every thread's native frames switches between the threads: afterwards
+    the user's thread and frame are selected again; --python-only switches none."""
+    python = pyenv_python("3.12.1")
+    core = tmp_path / "threads.core"
+    run_gdb(gdb, ["run", f"gcore {core}"], [python, THREADS])
+    shown = ["frame", "thread", "echo @END\\n"]
+    output = run_gdb(gdb, ["thread 2", "frame 1", "echo @BEFORE\\n", *shown,
+                           "py-mixed-bt --all-threads", "echo @AFTER\\n", *shown,
+                           "py-mixed-bt --all-threads --python-only", "echo @ONLY\\n",
+                           *shown], [python], core=core)
+
+    def selection(after):
+        shown = output.split(f"@{after}\n")[1].split("\n@")[0]
+        return [line for line in shown.splitlines() if line.startswith(("#", "[Current"))]
+
+    before = selection("BEFORE")
+    assert before[0].startswith("#1 ") and before[1].startswith("[Current thread is 2 "), output
+    assert selection("AFTER") == before, output
+    assert selection("ONLY") == before, output

@@ -182,11 +182,11 @@ def test_gdb_and_lldb_give_the_same_document(core, gdb_expected):
         assert document == expected, f"{name}:\n" + differences(document, expected)
 
 
-def no_debugger(*args, text=False):
-    """``jit-unwind core --debugger none --json ARGS`` (``text``: without --json) as a
-    user runs it: its exit status, its JSON document (None when it printed none; the
-    text) and its stderr."""
-    result = subprocess.run([sys.executable, "-m", "jit_unwind", "core", "--debugger", "none",
+def no_debugger(*args, text=False, debugger="none"):
+    """``jit-unwind core --debugger none --json ARGS`` (``text``: without --json; another
+    ``debugger``) as a user runs it: its exit status, its JSON document (None when it
+    printed none; the text) and its stderr."""
+    result = subprocess.run([sys.executable, "-m", "jit_unwind", "core", "--debugger", debugger,
                              *([] if text else ["--json"]), *map(str, args)],
                             capture_output=True, text=True,
                             env=dict(os.environ, PYTHONPATH=str(REPO / "plugin")),
@@ -213,3 +213,25 @@ def test_without_a_debugger_the_document_is_gdbs(core, gdb_expected):
     for thread in expected["threads"]:
         del thread["frames"], thread["stop_reason"]
     assert status == 0 and python_only == expected, errors
+
+
+@pytest.mark.parametrize("debugger", ["gdb", "gdb18"])
+def test_python_only_through_gdb_is_the_same_document(core, gdb_expected, debugger):
+    """``--python-only`` runs GDB without reading any DWARF (``--readnever``): the
+    threads and Python frames are still GDB's full run's, and the text the same as
+    ``--debugger none``'s."""
+    program, core_file = core
+    expected = copy.deepcopy(gdb_expected[0])
+    for thread in expected["threads"]:
+        del thread["frames"], thread["stop_reason"]
+    has_python = any(thread["python"] for thread in expected["threads"])
+    status, document, errors = no_debugger("--python-only", core_file, program[0],
+                                           debugger=debugger)
+    if not has_python:
+        assert status == 1 and "Python" in errors, errors
+        return
+    assert status == 0 and document == expected, errors
+    status, text, errors = no_debugger("--python-only", core_file, program[0], text=True,
+                                       debugger=debugger)
+    _, without, _ = no_debugger("--python-only", core_file, program[0], text=True)
+    assert status == 0 and "[py] " in text and text == without, errors

@@ -64,7 +64,8 @@ def run(options) -> int:
         raise CliError("attach needs a debugger to read a live process: --debugger none "
                        "reads core files only (jit-unwind core); use --debugger gdb or lldb")
     debugger = find_debugger(options.debugger)
-    argv = batch_argv(debugger, [mixed_bt_command(options)], pid=options.pid)
+    argv = batch_argv(debugger, [mixed_bt_command(options)], pid=options.pid,
+                      debug_info=not options.python_only)
     result = run_batch(argv, debugger)
     if any(text in result.whole for text in _REFUSED):
         raise CliError(f"not allowed to attach to process {options.pid}: "

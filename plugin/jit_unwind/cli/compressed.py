@@ -5,9 +5,7 @@ into a private temporary file, since GDB and LLDB read only plain cores."""
 import contextlib
 import os
 import re
-import shutil
 import sys
-import tempfile
 from typing import Callable, Iterator, Optional, Tuple
 
 from .errors import CliError
@@ -96,6 +94,7 @@ class _ZstdFile:
 def decompress(path: str, name: str, target: str) -> None:
     """Write the decompressed bytes of ``path`` (format ``name``) to ``target``;
     CliError for a stream that is corrupt or cut short, or a disk that is full."""
+    import shutil
     opener = _opener(name)
     try:
         with opener(path) as source, open(target, "wb") as sink:
@@ -120,6 +119,8 @@ def plain_core(path: str) -> Iterator[str]:
     if name is None and not _MISREAD.search(path):
         yield path
         return
+    import shutil  # here: a plain core, the usual case, needs neither
+    import tempfile
     directory = tempfile.mkdtemp(prefix="jit-unwind-core-")  # mode 0700: the core is private
     try:
         target = os.path.join(directory, "core")

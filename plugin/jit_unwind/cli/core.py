@@ -4,7 +4,6 @@ through a debugger or (``--debugger none``) read here without one."""
 import os
 import sys
 
-from ..regions.corefile import core_executable
 from .debuggers import batch_argv, find_debugger, run_batch
 from .compressed import plain_core
 from .errors import CliError
@@ -36,6 +35,7 @@ def _readable(path: str, what: str) -> None:
 def find_executable(core: str, shown: str = "") -> str:
     """The executable the core names, checked to exist here; ``shown``: the core's name
     in messages (the compressed file the user gave)."""
+    from ..regions.corefile import core_executable
     shown = shown or core
     try:
         named = core_executable(core)
@@ -52,6 +52,7 @@ def find_executable(core: str, shown: str = "") -> str:
 
 def _named(core: str):
     """The executable the core names, None when it names none."""
+    from ..regions.corefile import core_executable
     try:
         return core_executable(core)
     except (OSError, ValueError):
@@ -80,5 +81,5 @@ def _run(options, core: str) -> int:
                       options.core)
     debugger = find_debugger(options.debugger)
     argv = batch_argv(debugger, [mixed_bt_command(options)], core=core,
-                      executable=executable)
+                      executable=executable, debug_info=not options.python_only)
     return report(run_batch(argv, debugger), options, debugger, options.core)

@@ -10,8 +10,6 @@ import shutil
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional, Tuple
 
@@ -20,7 +18,9 @@ from .attach import PTRACE_SCOPE, ptrace_scope
 from .debuggers import beside_python, debugger_env, Debugger
 from .errors import FAILED, OK
 from .install import init_file, is_ours
-from .jit_files import JitFile, jit_files
+
+# What only `doctor` runs (concurrent.futures, the perf-map reader) is imported when it
+# runs: every other subcommand imports this module for its parser.
 
 TIMEOUT = 20
 PATHS_PY = Path(loader_paths.__file__).resolve()
@@ -78,13 +78,15 @@ def debuggers() -> List[Tuple[str, str, Optional[Debugger]]]:
             ("lldb-19", "lldb-19", found("lldb", shutil.which("lldb-19")))]
 
 
-@dataclass
 class Probe:
-    version: Optional[str] = None
-    prefix: str = ""
-    plugin_error: str = ""
-    missing: List[str] = field(default_factory=list)
-    error: str = ""
+    def __init__(self, version: Optional[str] = None, prefix: str = "",
+                 plugin_error: str = "", missing: Optional[List[str]] = None,
+                 error: str = ""):
+        self.version = version
+        self.prefix = prefix
+        self.plugin_error = plugin_error
+        self.missing: List[str] = missing if missing is not None else []
+        self.error = error
 
 
 def probe(debugger: Debugger) -> Probe:
@@ -146,6 +148,7 @@ class Report:
 def report_debuggers(report: Report) -> None:
     found = debuggers()
     present = [debugger for _label, _key, debugger in found if debugger]
+    from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(max_workers=max(1, len(present))) as pool:
         probes = dict(zip((id(debugger) for debugger in present),
                           pool.map(probe, present)))
@@ -247,7 +250,8 @@ def _size(size: int) -> str:
     return f"{size} B" if size < 1024 else f"{size // 1024} KiB"
 
 
-def _file_line(file: JitFile, now: float) -> str:
+def _file_line(file, now: float) -> str:
+    """``file``: a jit_files.JitFile."""
     age = int(now - file.mtime)
     when = f"{age // 3600} h ago" if age >= 3600 else f"{age // 60} min ago"
     state = "running" if file.running else "exited (its cores still need the file)"
@@ -255,6 +259,7 @@ def _file_line(file: JitFile, now: float) -> str:
 
 
 def report_jit_files(report: Report) -> None:
+    from .jit_files import jit_files
     files = jit_files()
     where = "/tmp, this directory, ~/.debug/jit"
     if not files:

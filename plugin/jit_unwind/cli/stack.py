@@ -2,7 +2,6 @@
 they become, and turning the debugger's run into what the user sees and an exit
 status."""
 
-import json
 import re
 import sys
 
@@ -59,6 +58,7 @@ def report(result: BatchResult, options, debugger: Debugger, what: str) -> int:
         document = _document(output)
         if document is None:
             return _failed(messages, result, debugger, what)
+        import json  # here: only --json needs it
         print(json.dumps(document, indent=2))
         has_python = any(thread.get("python") for thread in document.get("threads", []))
     else:
@@ -80,6 +80,7 @@ def _document(output: str):
     start = output.find("{")
     if start < 0:
         return None
+    import json
     try:
         return json.JSONDecoder().raw_decode(output[start:])[0]
     except ValueError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, List, Tuple
 
 from ..debugger import Process, Thread
@@ -55,6 +56,25 @@ def parser():
     return _PARSER[0]
 
 
+# Each flag and the option it sets: what argv made of these alone means, read without
+# argparse (its import and a parser's help formatter are ~10 ms of a one-shot run such
+# as the jit-unwind command's); anything else (an error, an abbreviation) goes through
+# the parser, for its messages.
+_FLAGS = {"--all-threads": "all_threads", "-a": "all_threads", "--json": "json",
+          "--python-only": "python_only", "-p": "python_only",
+          "--native-last": "native_last", "--locals": "locals"}
+
+
+def parse(argv: List[str]):
+    """py-mixed-bt's options from ``argv``; CommandError for arguments it does not take."""
+    if all(arg in _FLAGS for arg in argv):
+        options = {name: False for name in _FLAGS.values()}
+        options.update((_FLAGS[arg], True) for arg in argv)
+        if not (options["python_only"] and options["native_last"]):
+            return SimpleNamespace(**options)
+    return parser().parse_args(argv)
+
+
 def _mixed_thread(thread: Thread, cache: StopCache, options, names,
                   with_locals=None) -> MixedThread:
     from ..mixed import mix, native_last
@@ -88,7 +108,7 @@ def py_mixed_bt(process: Process, cache: StopCache, argv: List[str],
     """The text (or JSON) ``py-mixed-bt argv`` prints; CommandError when it cannot run."""
     from ..cpython.thread_names import read_thread_names
     from ..render_mixed import render_text, to_json
-    options = parser().parse_args(argv)
+    options = parse(argv)
     if process.pid() is None:
         raise CommandError("py-mixed-bt: no process: run a program or load a core file first.")
     from ..core_notes import missing_executable, truncation

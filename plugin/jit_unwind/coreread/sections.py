@@ -34,13 +34,16 @@ class _OnFirstRead:
     sections pyelftools opens are never looked at for a backtrace (libc's debug file
     holds megabytes of compressed location lists)."""
 
-    def __init__(self, section):
+    def __init__(self, section, path: str):
         self._section = section
+        self._path = path
         self._stream: Optional[io.BytesIO] = None
 
     def __getattr__(self, name):
         if self._stream is None:
-            self._stream = io.BytesIO(self._section.data())  # shares the bytes read
+            from .section_cache import section_bytes
+            # BytesIO shares the bytes read
+            self._stream = io.BytesIO(section_bytes(self._path, self._section))
         return getattr(self._stream, name)
 
 
@@ -52,7 +55,7 @@ def elf_file(handle):
     class Lean(ELFFile):
         def _read_dwarf_section(self, section, relocate_dwarf_sections):
             return DebugSectionDescriptor(
-                stream=_OnFirstRead(section), name=section.name,
+                stream=_OnFirstRead(section, self.stream.name), name=section.name,
                 global_offset=section["sh_offset"], size=section.data_size,
                 address=section["sh_addr"])
 

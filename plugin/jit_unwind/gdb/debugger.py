@@ -125,10 +125,58 @@ class GdbThread(Thread):
 
     def newest_frame(self) -> Frame:
         try:
+            _SELECTION.before_switch()
             self.inner.switch()
             return GdbFrame(gdb.newest_frame(), 0)
         except gdb.error as error:
             raise DebuggerError(str(error)) from None
+
+
+class _Selection:
+    """The user's selected thread and frame, kept while a command switches threads.
+    The frame is asked for only before the first switch: GDB's first unwind of a core
+    just loaded costs ~30 ms, which a command that switches no thread (``py-mixed-bt
+    --python-only``) never needs."""
+
+    def __init__(self):
+        self.depth = 0
+        self.saved = False
+        self.thread = None
+        self.frame = None
+
+    @contextlib.contextmanager
+    def kept(self):
+        self.depth += 1
+        outermost = self.depth == 1
+        if outermost:
+            self.saved, self.thread, self.frame = False, None, None
+        try:
+            yield
+        finally:
+            self.depth -= 1
+            if outermost and self.saved:
+                self.saved = False
+                self._restore()
+
+    def before_switch(self) -> None:
+        if self.depth == 0 or self.saved:
+            return
+        self.saved = True
+        self.thread = gdb.selected_thread()
+        try:
+            self.frame = gdb.selected_frame()
+        except gdb.error:
+            self.frame = None
+
+    def _restore(self) -> None:
+        thread, frame, self.thread, self.frame = self.thread, self.frame, None, None
+        if thread is not None and thread.is_valid():
+            thread.switch()
+        if frame is not None and frame.is_valid():
+            frame.select()
+
+
+_SELECTION = _Selection()
 
 
 class GdbProcess(Process):
@@ -233,18 +281,8 @@ class GdbProcess(Process):
 
     @contextlib.contextmanager
     def keep_selection(self):
-        selected = gdb.selected_thread()
-        try:
-            frame = gdb.selected_frame()
-        except gdb.error:
-            frame = None
-        try:
+        with _SELECTION.kept():
             yield
-        finally:
-            if selected is not None:
-                selected.switch()
-            if frame is not None and frame.is_valid():
-                frame.select()
 
     def warn(self, text: str) -> None:
         gdb.write(f"warning: {text}\n", gdb.STDERR)

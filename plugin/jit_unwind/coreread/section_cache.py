@@ -1,0 +1,97 @@
+"""Compressed DWARF sections kept decompressed on disk between runs of ``jit-unwind core
+--debugger none``: Debian's /usr/lib/debug files compress theirs, and inflating libc's
+.debug_info alone (6 MB) is ~30 ms of every run, where reading it back is ~2 ms.
+
+Where: ``$XDG_CACHE_HOME/jit-unwind/dwarf-sections`` (by default
+``~/.cache/jit-unwind/dwarf-sections``), one file per section, named by the file's
+identity (device, inode, size and modification time in ns) and the section's offset
+and name: a file rebuilt or replaced gets other names, never the old bytes.  A cached
+file of the wrong size is not used.  At most MAX_FILES files, the least recently
+written removed first.  ``JIT_UNWIND_SECTION_CACHE=0`` turns it off; a
+cache directory that cannot be written is the same as none."""
+
+import os
+from typing import Optional
+
+from ..file_cache import file_identity
+
+ENV = "JIT_UNWIND_SECTION_CACHE"
+MAX_FILES = 64
+MIN_SIZE = 256 * 1024  # smaller sections inflate in well under a millisecond
+
+
+def cache_directory() -> Optional[str]:
+    if os.environ.get(ENV, "").strip().lower() in ("0", "off", "no", "false"):
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
+                                                            ".cache")
+    return os.path.join(base, "jit-unwind", "dwarf-sections")
+
+
+def _entry(directory: str, path: str, name: str, offset: int) -> Optional[str]:
+    """The cache file of section ``name`` at ``offset`` of the file now at ``path``:
+    named by the file's device, inode, size and modification time, the file itself
+    wherever it is reached from (no hash: hashlib's import alone costs 4 ms)."""
+    identity = file_identity(path)
+    if identity is None:
+        return None
+    device, inode, size, mtime = identity
+    clean = "".join(c if c.isalnum() or c == "_" else "-" for c in name.lstrip("."))
+    return os.path.join(directory,
+                        f"{device:x}-{inode:x}-{size:x}-{mtime:x}-{offset:x}-{clean}.section")
+
+
+def section_bytes(path: str, section) -> bytes:
+    """The bytes of pyelftools section ``section`` of the file at ``path``, decompressed;
+    from the cache when it has them, else decompressed and (large ones) written there."""
+    size = section.data_size
+    compressed = getattr(section, "compressed", False)
+    directory = cache_directory() if compressed and size >= MIN_SIZE else None
+    entry = _entry(directory, path, section.name, section["sh_offset"]) \
+        if directory else None
+    if entry is not None:
+        try:
+            with open(entry, "rb") as handle:
+                data = handle.read(size + 1)
+            if len(data) == size:
+                return data
+        except OSError:
+            pass
+    data = section.data()
+    if entry is not None and len(data) == size:
+        _write(directory, entry, data)
+    return data
+
+
+def _write(directory: str, entry: str, data: bytes) -> None:
+    temporary = f"{entry}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        with open(temporary, "wb") as handle:
+            handle.write(data)
+        os.replace(temporary, entry)  # whole or not at all, for a run reading alongside
+        _trim(directory)
+    except OSError:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+
+
+def _trim(directory: str) -> None:
+    """At most MAX_FILES sections: the least recently written go."""
+    with os.scandir(directory) as entries:
+        found = []
+        for count, item in enumerate(entries):
+            if count >= 10 * MAX_FILES:
+                break
+            if item.name.endswith(".section"):
+                try:
+                    found.append((item.stat().st_mtime_ns, item.path))
+                except OSError:
+                    pass
+    for _mtime, path in sorted(found)[:-MAX_FILES]:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
