@@ -13,60 +13,162 @@ from .file_cache import FileCache, file_identity
 from .rawelf import RawElf, first_mappings, load_bias
 from .model import Mapping
 
-# Opened files, by path: (identity, ELFFile or None, [(p_vaddr, p_offset)] of PT_LOADs).
+# Opened files, by path: (identity, Exports or None, [(p_vaddr, p_offset)] of PT_LOADs).
 # The identity (see file_identity) tells a file rebuilt or replaced at the same path
 # (a second core file loaded in one session maps other builds) from the one opened.
 _files: Dict[str, Tuple[object, object, List[Tuple[int, int]]]] = {}
 _have_pyelftools: Optional[bool] = None
+_SYMBOL = struct.Struct("<IBBHQQ")  # Elf64_Sym: name, info, other, shndx, value, size
+MAX_CHAIN = 100_000  # hash chain entries followed for one name (a corrupt table loops)
 
 
 def have_pyelftools() -> bool:
-    """Whether pyelftools can be imported.  Without it no lookup here finds anything:
-    callers say so (naming the package) rather than "no such symbol"."""
+    """Whether pyelftools is installed.  The look-ups here no longer need it; the CFI
+    and DWARF readers do: callers say so (naming the package).  Found, not imported:
+    its import alone costs ~50 ms at a stop that may never need it (node's)."""
     global _have_pyelftools
     if _have_pyelftools is None:
+        import importlib.util
         try:
-            from elftools.elf.elffile import ELFFile  # noqa: F401
-            _have_pyelftools = True
-        except ImportError:
+            _have_pyelftools = importlib.util.find_spec("elftools") is not None
+        except (ImportError, ValueError):
             _have_pyelftools = False
     return _have_pyelftools
 
 
+class Exports:
+    """A file's exported (dynamic) symbols, looked up through its ``.gnu.hash`` or
+    ``.hash`` table with struct: a few small reads per name.  pyelftools built a section
+    object per table and file (its hash table's header and Bloom filter parsed through
+    construct): 0.3 s at node's first stop for the 24 files it maps."""
+
+    def __init__(self, path: str, elf: RawElf):
+        self.path = path
+        sections = elf.sections
+        symbols, strings = sections.get(".dynsym"), sections.get(".dynstr")
+        self._symbols = symbols["sh_offset"] if symbols is not None else None
+        self._symbol_count = symbols["sh_size"] // _SYMBOL.size if symbols is not None else 0
+        self._strings = strings["sh_offset"] if strings is not None else None
+        gnu, sysv = sections.get(".gnu.hash"), sections.get(".hash")
+        self._gnu = gnu.data() if gnu is not None else None
+        self._sysv = sysv.data() if gnu is None and sysv is not None else None
+
+    def value(self, name: str) -> Optional[int]:
+        """The link-time value of the defined exported symbol ``name``, None when the
+        file does not export it (or its tables cannot be read)."""
+        if self._symbols is None or self._strings is None:
+            return None
+        wanted = name.encode() + b"\0"
+        try:
+            with open(self.path, "rb") as handle:
+                for index in self._candidates(wanted[:-1]):
+                    value = self._match(handle, index, wanted)
+                    if value is not None:
+                        return value
+        except (OSError, struct.error):
+            return None
+        return None
+
+    def _candidates(self, name: bytes):
+        """Symbol indexes whose hash matches ``name``'s."""
+        if self._gnu is not None:
+            yield from _gnu_candidates(self._gnu, name)
+        elif self._sysv is not None:
+            yield from _sysv_candidates(self._sysv, name)
+
+    def _match(self, handle, index: int, wanted: bytes) -> Optional[int]:
+        if not 0 < index < self._symbol_count:
+            return None
+        handle.seek(self._symbols + index * _SYMBOL.size)
+        string, _info, _other, section, value, _size = _SYMBOL.unpack(handle.read(_SYMBOL.size))
+        handle.seek(self._strings + string)
+        if handle.read(len(wanted)) != wanted:
+            return None
+        return value if value and section else None  # defined: not SHN_UNDEF
+
+
+def _gnu_hash(name: bytes) -> int:
+    value = 5381
+    for byte in name:
+        value = (value * 33 + byte) & 0xFFFFFFFF
+    return value
+
+
+def _gnu_candidates(table: bytes, name: bytes):
+    buckets, first, bloom_size, shift = struct.unpack_from("<IIII", table, 0)
+    if not buckets or not bloom_size:
+        return
+    wanted = _gnu_hash(name)
+    (word,) = struct.unpack_from("<Q", table, 16 + 8 * ((wanted // 64) % bloom_size))
+    mask = (1 << (wanted % 64)) | (1 << ((wanted >> shift) % 64))
+    if word & mask != mask:
+        return  # the Bloom filter says no: most files, for most names
+    buckets_at = 16 + 8 * bloom_size
+    chains_at = buckets_at + 4 * buckets
+    (index,) = struct.unpack_from("<I", table, buckets_at + 4 * (wanted % buckets))
+    if index < first:
+        return
+    for _ in range(MAX_CHAIN):
+        at = chains_at + 4 * (index - first)
+        if at + 4 > len(table):
+            return
+        (value,) = struct.unpack_from("<I", table, at)
+        if value | 1 == wanted | 1:
+            yield index
+        if value & 1:  # the chain's last entry
+            return
+        index += 1
+
+
+def _sysv_hash(name: bytes) -> int:
+    value = 0
+    for byte in name:
+        value = ((value << 4) + byte) & 0xFFFFFFFF
+        high = value & 0xF0000000
+        if high:
+            value ^= high >> 24
+        value &= ~high & 0xFFFFFFFF
+    return value
+
+
+def _sysv_candidates(table: bytes, name: bytes):
+    buckets, chains = struct.unpack_from("<II", table, 0)
+    if not buckets:
+        return
+    (index,) = struct.unpack_from("<I", table, 8 + 4 * (_sysv_hash(name) % buckets))
+    for _ in range(min(chains, MAX_CHAIN)):
+        if not 0 < index < chains:
+            return
+        yield index
+        (index,) = struct.unpack_from("<I", table, 8 + 4 * buckets + 4 * index)
+
+
 def _elf(path: str):
-    """pyelftools' view of ``path``, kept open while the file at that path stays the
-    same one."""
+    """The exported symbols of ``path`` and its PT_LOADs, kept while the file at that
+    path stays the same one."""
     identity = file_identity(path)
     cached = _files.get(path)
     if cached is not None and cached[0] == identity:
         return cached[1], cached[2]
-    if not have_pyelftools():
-        return None, []  # not cached: the answer is "cannot tell", not "no symbol"
-    if cached is not None and cached[1] is not None:
-        try:
-            cached[1].stream.close()
-        except Exception:
-            pass
     try:
-        from elftools.elf.elffile import ELFFile
-        elf = ELFFile(open(path, "rb"))  # kept for later lookups
-        loads = [(seg["p_vaddr"], seg["p_offset"]) for seg in elf.iter_segments()
-                 if seg["p_type"] == "PT_LOAD"]
-    except Exception:  # not ELF, unreadable: no answer
-        elf, loads = None, []
-    _files[path] = (identity, elf, loads)
-    return elf, loads
+        with open(path, "rb") as handle:
+            elf = RawElf(handle, path)
+            exports, loads = Exports(path, elf), elf.loads
+    except (OSError, ValueError, struct.error):  # not ELF, unreadable: no answer
+        exports, loads = None, []
+    _files[path] = (identity, exports, loads)
+    return exports, loads
 
 
 def _mapped_files(mappings: Iterable[Mapping]):
-    """(path, ELFFile, load bias) of each mapped ELF file, in mapping order."""
+    """(path, Exports, load bias) of each mapped ELF file, in mapping order."""
     for path, first in first_mappings(mappings).items():
-        elf, loads = _elf(path)
-        if elf is None:
+        exports, loads = _elf(path)
+        if exports is None:
             continue
         bias = load_bias(first, loads)
         if bias is not None:
-            yield path, elf, bias
+            yield path, exports, bias
 
 
 def symbol_address(mappings: Iterable[Mapping], name: str,
@@ -74,17 +176,17 @@ def symbol_address(mappings: Iterable[Mapping], name: str,
     """Run-time address of the defined symbol ``name`` in the first mapped file that
     exports it, found through the files' hash tables (a few reads per file).
 
-    ``full_tables`` also searches each ``.symtab`` (names that are not exported), which
-    pyelftools does by parsing every symbol: seconds for a large library, so only for
-    names worth it."""
+    ``full_tables`` also searches each ``.symtab`` (names that are not exported): a
+    scan of the whole string table, tens of ms for a large file, so only for names
+    worth it."""
     files = []  # opened as far as needed: the program's own file often has the name
-    for path, elf, bias in _mapped_files(mappings):
-        files.append((path, elf, bias))
-        symbol = _exported_symbol(path, elf, name)
-        if symbol is not None:
-            return symbol["st_value"] + bias
+    for path, exports, bias in _mapped_files(mappings):
+        files.append((path, bias))
+        value = exports.value(name)
+        if value is not None:
+            return value + bias
     if full_tables:
-        for path, _elf_file, bias in files:
+        for path, bias in files:
             value = symtab_value(path, name)
             if value is not None:
                 return value + bias
@@ -93,9 +195,6 @@ def symbol_address(mappings: Iterable[Mapping], name: str,
 
 # path -> the values found in its .symtab by name (None: not there), per file identity.
 _symtab_values: FileCache[Dict[str, Optional[int]]] = FileCache(256)
-_SYMBOL = struct.Struct("<IBBHQQ")  # Elf64_Sym: name, info, other, shndx, value, size
-
-
 def symtab_value(path: str, name: str) -> Optional[int]:
     """The link-time value of the defined symbol ``name`` in ``path``'s ``.symtab``.
     Read with struct, the name's string found first and then the symbols naming it:
@@ -130,36 +229,3 @@ def _scan_symtab(path: str, name: str) -> Optional[int]:
             if string in offsets and value and index:  # defined: not SHN_UNDEF
                 return value
     return None
-
-
-def _defined(symbol) -> bool:
-    return bool(symbol["st_value"]) and symbol["st_shndx"] != "SHN_UNDEF"
-
-
-# path -> (the ELFFile it was read from, section): a file replaced at that path gets a
-# new ELFFile (see _elf), and the old one's sections read a closed stream.
-_hash_tables: Dict[str, Tuple[object, object]] = {}
-
-
-def _hash_table(path: str, elf):
-    """The file's symbol hash table (.gnu.hash, else .hash), kept: pyelftools makes a new
-    section object, reading the table's header and Bloom filter, for every
-    ``get_section_by_name`` (milliseconds per lookup and file, dozens per stop)."""
-    cached = _hash_tables.get(path)
-    if cached is None or cached[0] is not elf:
-        found = None
-        for table in (".gnu.hash", ".hash"):
-            section = elf.get_section_by_name(table)
-            if section is not None and hasattr(section, "get_symbol"):
-                found = section
-                break
-        cached = _hash_tables[path] = (elf, found)
-    return cached[1]
-
-
-def _exported_symbol(path: str, elf, name: str):
-    section = _hash_table(path, elf)
-    if section is None:
-        return None
-    symbol = section.get_symbol(name)
-    return symbol if symbol is not None and _defined(symbol) else None

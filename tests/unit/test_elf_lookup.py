@@ -1,9 +1,13 @@
-"""elf_lookup.symtab_value: a name's value from a file's .symtab, read with struct,
-agrees with pyelftools' parse of every symbol."""
+"""elf_lookup: a name's value from a file's .symtab and from its exported symbols' hash
+table, read with struct, agrees with pyelftools' parse of every symbol."""
 
+import subprocess
+from pathlib import Path
+
+import pytest
 from elftools.elf.elffile import ELFFile
 
-from jit_unwind.elf_lookup import symtab_value
+from jit_unwind.elf_lookup import _elf, symtab_value
 from tests.support import fixture_binary
 
 
@@ -28,3 +32,51 @@ def test_symtab_values_agree_with_pyelftools():
     # "asm_frameless_function") names no symbol of its own.
     assert symtab_value(path, "frameless_function") is None
     assert symtab_value("/nonexistent/file", "main") is None
+
+
+def _exported(path):
+    """pyelftools' defined dynamic symbols of ``path``: name -> value (the first of a
+    name, as the hash chain finds it)."""
+    with open(path, "rb") as handle:
+        table = ELFFile(handle).get_section_by_name(".dynsym")
+        values = {}
+        for symbol in table.iter_symbols():
+            if symbol.name and symbol["st_value"] and symbol["st_shndx"] != "SHN_UNDEF":
+                values.setdefault(symbol.name, symbol["st_value"])
+        return values
+
+
+def _assert_exports_agree(path, names):
+    exports, loads = _elf(str(path))
+    assert exports is not None and loads
+    values = _exported(path)
+    assert set(names) <= set(values)
+    for name, value in values.items():
+        assert exports.value(name) == value, name
+    for missing in ("no_such_symbol_here", "_PyRuntime", "frameless"):
+        assert exports.value(missing) is None
+
+
+def test_exported_values_agree_with_pyelftools():
+    """Exports reads libc's .gnu.hash with struct: every name pyelftools lists as a
+    defined dynamic symbol is found at the same value; names not exported are not."""
+    libc = next(p for p in (Path("/lib/x86_64-linux-gnu/libc.so.6"),
+                            Path("/usr/lib/x86_64-linux-gnu/libc.so.6")) if p.exists())
+    _assert_exports_agree(libc, ["malloc", "kill", "printf"])
+
+
+@pytest.mark.parametrize("style", ["sysv", "gnu"])
+def test_exported_values_of_each_hash_style(tmp_path, style):
+    """A library linked with only a SysV .hash, or only a .gnu.hash."""
+    source = tmp_path / "lib.c"
+    source.write_text("int exported_value = 7;\n"
+                      "int exported_function(int x) { return x + exported_value; }\n"
+                      "static int hidden(void) { return 1; }\n"
+                      "int (*keep)(void) = hidden;\n")
+    library = tmp_path / "lib.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", f"-Wl,--hash-style={style}", "-o",
+                    str(library), str(source)], check=True)
+    exports, _loads = _elf(str(library))
+    assert (exports._gnu is not None) == (style == "gnu")
+    _assert_exports_agree(library, ["exported_value", "exported_function"])
+    assert exports.value("hidden") is None

@@ -1,0 +1,255 @@
+#!/usr/bin/env python3
+"""What jit-unwind costs GDB's ``bt`` on the JIT runtimes we did not write (issue 20).
+
+usage: python bench/jit_runtimes.py [--gdb PATH]... [--rounds N] [--reps N] [--only NAME]...
+
+Each runtime is stopped in native code called from its JIT code, as
+tests/e2e/test_jit_runtimes.py and tests/e2e/test_node.py stop it (programs in
+tests/fixtures/runtimes/; HotSpot's class in build/runtimes/, from ``make fixtures``):
+gjs's Ion loop calling libm's ``sin``; HotSpot's C2 code calling ``Thread.sleep``, without
+and with a perf map (``Compiler.perfmap``); Ruby 3.1 YJIT calling ``Process.kill``; a
+LuaJIT trace calling ``raise`` through the FFI; node 20's optimized code calling
+``process.kill``, with ``--perf-basic-prof`` and without a perf map, and after a
+deoptimization.
+
+For each GDB (default: /usr/bin/gdb, GDB 13) and runtime, ``--rounds`` pairs of sessions,
+plain GDB and GDB with gdb_init.py alternating: run to the stop, time the first ``bt``
+(the plugin's region discovery and GDB's symbol look-ups included), then ``--reps``
+repeated ``bt`` after ``maintenance flush register-cache`` (the unwinders run again).
+Times are CPU seconds of the GDB process (this file is GDB's ``-x`` script; GDB is
+CPU-bound in ``bt``), medians over the rounds.  Ratios: plugin / plain GDB.  Issue 20's
+goal: ``bt`` within 10x of plain GDB and under 0.5 s.  The frames each ``bt`` listed and
+its outermost frame are printed beside the times: a walk that stopped early is no speed.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bt_overhead import (GDB_FLAGS, PLUGIN, compile_plugin, gdb_environment,
+                         gdb_version, markdown_table, positive_int)
+
+REPO = Path(__file__).resolve().parent.parent
+RUNTIMES = REPO / "tests" / "fixtures" / "runtimes"
+CLASSES = REPO / "build" / "runtimes"
+CONFIG_ENV = "JIT_UNWIND_RUNTIME_BENCH"
+SESSION_TIMEOUT = 300
+GOAL_RATIO, GOAL_SECONDS = 10.0, 0.5
+FRAME_LINE = re.compile(r"^#(\d+)\s+(?:0x[0-9a-f]+ in )?(\S+)")
+
+# As tests/e2e/test_jit_runtimes.py runs them: a small heap and -Xbatch keep the JVM's
+# warm-up the same every run; the breakpoint's ignore count passes it.
+JAVA = ["-Xbatch", "-Xmx64m", "-XX:+UseSerialGC", "-XX:ReservedCodeCacheSize=32m"]
+JAVA_SETUP = ["set breakpoint pending on", "handle SIGSEGV nostop noprint pass",
+              "break JVM_Sleep", f"ignore 1 {30000 // 1024}"]
+GJS_SETUP = ["set breakpoint pending on", "break sin", "ignore 1 50"]
+NODE_NO_LOG = "--logfile=/dev/null"  # V8 would leave an isolate-*.log for the perf map
+
+
+@dataclass(frozen=True)
+class Runtime:
+    label: str
+    tool: str                 # the executable, found on PATH
+    args: List[str]
+    setup: List[str]          # GDB commands before ``run``
+    perf_map: bool = False    # leaves /tmp/perf-PID.map behind
+
+    def argv(self) -> List[str]:
+        path = shutil.which(self.tool)
+        if path is None:
+            raise RuntimeError(f"{self.tool} is missing: run `make apt-deps`")
+        return [path, *self.args]
+
+
+SCENARIOS = [
+    Runtime("gjs hot_sin", "gjs", [str(RUNTIMES / "hot_sin.js")], GJS_SETUP),
+    Runtime("HotSpot, no perf map", "java", [*JAVA, "-cp", str(CLASSES), "Hot"], JAVA_SETUP),
+    Runtime("HotSpot, perf map", "java", [*JAVA, "-cp", str(CLASSES), "Hot", "perfmap"],
+            JAVA_SETUP, perf_map=True),
+    Runtime("Ruby YJIT", "ruby", ["--yjit", str(RUNTIMES / "hot_cfunc.rb")], []),
+    Runtime("LuaJIT", "luajit", [str(RUNTIMES / "hot_ffi.lua")], []),
+    Runtime("node --perf-basic-prof", "node",
+            ["--perf-basic-prof", NODE_NO_LOG, str(RUNTIMES / "node_hot.js")], [],
+            perf_map=True),
+    Runtime("node, no perf map", "node", [str(RUNTIMES / "node_hot.js")], []),
+    Runtime("node after a deopt, no perf map", "node", [str(RUNTIMES / "node_deopt.js")], []),
+]
+
+
+# --- inside GDB ---------------------------------------------------------------------------
+
+def gdb_main() -> None:
+    """The ``-x`` script: set up, run to the stop, time the first and repeated bt."""
+    import gdb
+
+    config = json.loads(os.environ[CONFIG_ENV])
+    results: Dict = {}
+    try:
+        for command in ["set pagination off", "set width 0", "set confirm off",
+                        *config["setup"]]:
+            gdb.execute(command, to_string=True)
+        gdb.execute("run", to_string=True)
+        inferior = gdb.selected_inferior()
+        if inferior.pid <= 0 or gdb.selected_thread() is None:
+            raise RuntimeError("the program did not stop")
+        results["pid"] = inferior.pid
+        first, text = _timed(gdb)
+        results.update(first=first, shape=frame_shape(text),
+                       repeated=[_timed(gdb)[0] for _ in range(config["reps"])])
+    except Exception as error:  # reported by the caller, with GDB's stderr
+        results["error"] = repr(error)
+    with open(config["output"], "w") as handle:
+        json.dump(results, handle)
+    gdb.execute("kill")
+
+
+def _timed(gdb):
+    gdb.execute("maintenance flush register-cache")  # or a repeated bt unwinds nothing
+    start = time.process_time()
+    text = gdb.execute("bt", to_string=True)
+    return time.process_time() - start, text
+
+
+def frame_shape(text: str) -> Dict:
+    names = [m.group(2) for m in map(FRAME_LINE.match, text.splitlines()) if m]
+    return {"frames": len(names), "outermost": names[-1] if names else ""}
+
+
+# --- outside GDB --------------------------------------------------------------------------
+
+@dataclass
+class Session:
+    first: float
+    repeated: List[float]
+    shape: Dict
+
+
+def run_session(gdb: str, runtime: Runtime, plugin: bool, reps: int) -> Session:
+    with tempfile.TemporaryDirectory(prefix="runtime-bench-") as scratch:
+        output = Path(scratch) / "results.json"
+        env = gdb_environment()
+        env[CONFIG_ENV] = json.dumps({"output": str(output), "setup": runtime.setup,
+                                      "reps": reps})
+        argv = [gdb, *GDB_FLAGS, *(["-x", str(PLUGIN)] if plugin else []),
+                "-x", str(Path(__file__).resolve()), "--args", *runtime.argv()]
+        completed = None
+        try:
+            completed = subprocess.run(argv, env=env, capture_output=True, text=True,
+                                       errors="replace", timeout=SESSION_TIMEOUT)
+        finally:
+            results = json.loads(output.read_text()) if output.exists() else {}
+            if runtime.perf_map and results.get("pid"):
+                Path(f"/tmp/perf-{results['pid']}.map").unlink(missing_ok=True)
+    if "error" in results or "first" not in results:
+        stderr = completed.stderr[-2000:] if completed else ""
+        raise RuntimeError(f"{runtime.label}: {results.get('error', 'no results')}\n{stderr}")
+    return Session(results["first"], results["repeated"], results["shape"])
+
+
+@dataclass
+class Result:
+    runtime: Runtime
+    sessions: Dict[str, List[Session]]  # "plain", "plugin"
+
+    def first(self, mode: str) -> float:
+        return statistics.median(s.first for s in self.sessions[mode])
+
+    def repeated(self, mode: str) -> float:
+        return statistics.median(t for s in self.sessions[mode] for t in s.repeated)
+
+    def shape(self, mode: str) -> str:
+        shapes = {(s.shape["frames"], s.shape["outermost"]) for s in self.sessions[mode]}
+        return "; ".join(f"{frames} to {outermost}" for frames, outermost in sorted(shapes))
+
+
+def measure(gdb: str, runtime: Runtime, rounds: int, reps: int) -> Result:
+    """Plain and plugin sessions alternate, so drifting machine load hits both alike."""
+    result = Result(runtime, {"plain": [], "plugin": []})
+    for index in range(rounds):
+        order = (False, True) if index % 2 == 0 else (True, False)
+        for plugin in order:
+            session = run_session(gdb, runtime, plugin, reps)
+            result.sessions["plugin" if plugin else "plain"].append(session)
+    return result
+
+
+HEADERS = ["GDB", "runtime", "frames: plain / plugin", "first bt ms: plain / plugin",
+           "ratio", "repeated bt ms: plain / plugin", "ratio", "goal (<= 10x, < 0.5 s) met"]
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f}"
+
+
+def row(version: str, r: Result) -> List[str]:
+    cells = [version, r.runtime.label, f"{r.shape('plain')} / {r.shape('plugin')}"]
+    met = True
+    for part in (r.first, r.repeated):
+        plain, plugin = part("plain"), part("plugin")
+        ratio = plugin / plain if plain > 0 else float("inf")
+        met = met and ratio <= GOAL_RATIO and plugin < GOAL_SECONDS
+        cells += [f"{ms(plain)} / {ms(plugin)}", f"{ratio:.1f}"]
+    return cells + ["yes" if met else "no"]
+
+
+def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--gdb", action="append", metavar="PATH",
+                        help="a GDB to measure (repeatable; default /usr/bin/gdb)")
+    parser.add_argument("--rounds", type=positive_int, default=3,
+                        help="plain/plugin session pairs per runtime (default 3)")
+    parser.add_argument("--reps", type=positive_int, default=3,
+                        help="repeated bt per session (default 3)")
+    parser.add_argument("--only", action="append", metavar="TEXT",
+                        help="only the runtimes whose label contains TEXT (repeatable)")
+    return parser.parse_args(argv)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = parse_args(argv)
+    compile_plugin()
+    gdbs = args.gdb or ["/usr/bin/gdb"]
+    chosen = [r for r in SCENARIOS
+              if not args.only or any(text in r.label for text in args.only)]
+    started = time.perf_counter()
+    loads = [os.getloadavg()[0]]
+    rows = []
+    for gdb in gdbs:
+        version = gdb_version(gdb)
+        for runtime in chosen:
+            print(f"measuring {version}: {runtime.label} ...", file=sys.stderr, flush=True)
+            rows.append(row(version, measure(gdb, runtime, args.rounds, args.reps)))
+            loads.append(os.getloadavg()[0])
+    print("bt stopped in native code under JIT code: median CPU ms of the first bt after\n"
+          f"the stop and of repeated bt ({args.rounds} sessions each, plain GDB and GDB "
+          "with jit-unwind\nalternating); ratio plugin / plain GDB\n")
+    print(markdown_table(HEADERS, rows))
+    print(f"\n{time.perf_counter() - started:.0f} s on {os.cpu_count()} CPUs, 1-minute load "
+          f"average {min(loads):.1f}-{max(loads):.1f} during the run")
+    return 0
+
+
+def _inside_gdb() -> bool:
+    try:
+        import gdb  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+if __name__ == "__main__":
+    if _inside_gdb():
+        gdb_main()
+    else:
+        sys.exit(main())
