@@ -272,5 +272,9 @@ def test_backtrace_from_native_code_called_by_jit_code(name, runtime_name, tmp_p
         assert true_frames(frames, mappings, tmp_path) >= reference.true, \
             f"{listing}\nplain GDB 13:\n" + "\n".join(f.line for f in reference.frames)
         assert garbage(frames, mappings, tmp_path) == [], listing
+        # One mark says each guess: a frame and its caller found by scan are one mark.
+        doubled = [line for line in transcript.output("bt").splitlines()
+                   if line.count("found by stack scan") > 1]
+        assert doubled == [], transcript.output("bt")
         if runtime.to_the_end:
             assert frames[-1].function in ENDS, listing
