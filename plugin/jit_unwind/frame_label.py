@@ -21,6 +21,8 @@ from .stack import ended_by_unwinder, jit_label
 
 # LLDB names a native caller itself: a guessed one is marked on the JIT frame above it.
 CALLER_GUESSED = "[its caller: guess: found by stack scan]"
+# A frame found by stack scan whose native caller was found so too: one mark, not two.
+BOTH_GUESSED = "[guess: found by stack scan, and its caller]"
 UNREADABLE = ("[its code cannot be read: a core file without it? LLDB's "
               "`process save-core --style full` keeps it]")
 PYTHON_MARK = "[py]"
@@ -88,15 +90,18 @@ def bt_label(frame: Frame, pc: int, cache: StopCache, show_method: bool,
     core file lacks the frame's code.  ``mark_caller_guess``: the debugger names a
     native caller without our marks (LLDB), so a guessed one is marked here."""
     record = jit_label(frame, pc, cache)
-    extra = _joined(CALLER_GUESSED if mark_caller_guess and _native_caller_guessed(
-        frame, pc, cache) else "", UNREADABLE if unreadable else "")
+    caller_guessed = mark_caller_guess and _native_caller_guessed(frame, pc, cache)
+    both = caller_guessed and record is not None and record.guess
+    extra = _joined(CALLER_GUESSED if caller_guessed and not both else "",
+                    UNREADABLE if unreadable else "")
     if record is None:
         if fallback_name is None:
             return None
         return Label(fallback_name, extra)
     label = record_label(record, show_method)
     name = label.name if label.name is not None else fallback_name
-    return Label(name, _joined(extra, label.marks))
+    own = label.marks.replace(GUESS_MARK, BOTH_GUESSED, 1) if both else label.marks
+    return Label(name, _joined(extra, own))
 
 
 def may_have_label(pc: int, cache: StopCache) -> bool:

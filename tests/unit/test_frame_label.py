@@ -4,7 +4,7 @@ one "decorate this thread?" gate, on the core's records: no debugger."""
 from jit_unwind.model import PyFrame
 from jit_unwind.decoration_gate import (needs_decorating, stack_runs_jit_code,
                                         thread_needs_decorating, walk_kept_inputs)
-from jit_unwind.frame_label import (CALLER_GUESSED, UNREADABLE, Label, bt_label,
+from jit_unwind.frame_label import (BOTH_GUESSED, CALLER_GUESSED, UNREADABLE, Label, bt_label,
                                     format_name, listed_label, may_have_label,
                                     python_line, python_name, unnamed_jit_name)
 from jit_unwind.model import Unwound
@@ -68,6 +68,21 @@ def test_lldb_marks_a_guessed_native_caller_on_the_jit_frame():
     outside = FakeFrame(3, NATIVE_PC, STACK + 0x300)
     assert bt_label(outside, NATIVE_PC, cache, False, unnamed_jit_name(NATIVE_PC),
                     unreadable=True) == Label(f"[jit {NATIVE_PC:#x}]", UNREADABLE)
+
+
+def test_lldb_says_once_that_a_frame_and_its_caller_were_guessed():
+    """A JIT frame found by stack scan whose native caller was found so too: one mark
+    says both (two read as the same mark twice)."""
+    cache = _cache()
+    cache.record(NATIVE_PC + 0x40, STACK + 0x80, Unwound(
+        "stack-scan", caller_pc=JIT_PC, caller_sp=STACK + 0x100, guess=True))
+    cache.record(JIT_PC, STACK + 0x100, Unwound(
+        "stack-scan", caller_pc=NATIVE_PC, caller_sp=STACK + 0x200, guess=True))
+    frame = FakeFrame(1, JIT_PC, STACK + 0x100)
+    label = bt_label(frame, JIT_PC, cache, False, unnamed_jit_name(JIT_PC),
+                     mark_caller_guess=True)
+    assert label.marks == BOTH_GUESSED
+    assert bt_label(frame, JIT_PC, cache, False).marks == GUESS  # GDB: each on its own
 
 
 def test_py_mixed_bt_label_from_describe():

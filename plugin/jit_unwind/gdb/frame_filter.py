@@ -13,6 +13,12 @@ decorator does the same, and the ``Backtrace stopped: ...`` line is never printe
 Every frame therefore goes through NativeFrameDecorator, which gives plain GDB's text
 and never lets an error out, and the last frame of a walk that ended early carries
 GDB's reason as ``[unwind stopped: ...]``, as frames our unwinder could not unwind do.
+
+One difference no decorator can remove: a frame without line information shows its
+library as ``at LIB`` where plain ``bt`` says ``from LIB``.  GDB's printer of filtered
+frames (py-framefilter.c) writes " at " before any filename and has no "from"; a
+filename of None would drop the library, which is what tells runtime code (``?? ()
+at libruby.so``) from JIT code (``?? ()``).
 """
 
 import sys

@@ -9,9 +9,10 @@ Entries are parsed when first needed (pyelftools), tables kept per path, size an
 
 import bisect
 import io
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Tuple
 
 from ..file_cache import FileCache
+from ..rawelf import RawElf, file_bias
 from ..regions.nocfi import search_table as read_search_table
 from ..target import Memory
 
@@ -114,6 +115,7 @@ def search_table(header: bytes, header_address: int, frames_address: int,
 
 
 _tables: FileCache[Optional[CfiTable]] = FileCache(MAX_FILES)
+_loads: FileCache[Optional[List[Tuple[int, int]]]] = FileCache(MAX_FILES)  # PT_LOADs
 
 
 def cfi_table(path: str) -> Optional[CfiTable]:
@@ -132,6 +134,29 @@ def unwind_with_cfi(memory: Memory, path: str, file_pc: int, registers: Dict[str
     if row is None:
         return None
     return caller_registers(memory, row, registers)
+
+
+def cfi_rsp_caller(memory: Memory, mappings: Iterable, path: str, return_address: int,
+                   sp: int) -> Optional[Dict[str, int]]:
+    """The caller's ``rip`` and ``rsp`` of a frame at ``return_address`` in the file
+    ``path`` (mapped as ``mappings`` say), whose sp is ``sp``, when its CFI row there
+    computes the CFA from rsp (it needs no other register); None when no row does,
+    OUTERMOST for an outermost frame.  The load bias comes from the file's first
+    mapping: LLDB's cores give every mapping file offset 0."""
+    loads = _loads.get(path, _read_loads, None)
+    bias = file_bias(path, mappings, loads) if loads else None
+    table = cfi_table(path) if bias is not None else None
+    row = table.row_at(return_address - 1 - bias) if table is not None else None
+    cfa_rule = row.get("cfa") if row is not None else None
+    if cfa_rule is None or getattr(cfa_rule, "expr", None) is not None \
+            or DWARF_REGISTERS.get(cfa_rule.reg) != "rsp":
+        return None
+    return caller_registers(memory, row, {"rsp": sp, "rip": return_address})
+
+
+def _read_loads(path: str) -> List[Tuple[int, int]]:
+    with open(path, "rb") as handle:
+        return RawElf(handle, path).loads
 
 
 def caller_registers(memory: Memory, row, registers: Dict[str, int]

@@ -3,6 +3,7 @@
 from typing import Dict, Optional
 
 from ..model import UnwindMethod, Unwound
+from .cfi import OUTERMOST, cfi_rsp_caller
 from .context import UnwindContext
 from .x86_64 import CALLEE_SAVED
 
@@ -11,7 +12,8 @@ SCAN_WORDS = 2048
 
 def unwind_stack_scan(ctx: UnwindContext) -> Optional[Unwound]:
     for slot, value in ctx.stack_words(SCAN_WORDS):
-        if value != ctx.pc and ctx.is_return_address(value):
+        if value != ctx.pc and ctx.is_return_address(value) \
+                and not _stale_in_file_code(ctx, value, slot + 8):
             caller_sp = slot + 8
             if ctx.in_trace():  # frameless code entered through a shim keeps none
                 saved: Dict[str, int] = {}
@@ -49,3 +51,32 @@ def _rbp_pushed_below(ctx: UnwindContext, slot: int, rbp: Optional[int]) -> Opti
     if record is None or not ctx.is_return_address(int.from_bytes(record, "little")):
         return None
     return pushed
+
+
+def _stale_in_file_code(ctx: UnwindContext, value: int, caller_sp: int) -> bool:
+    """True when ``value``, a return address into a file's code at ``caller_sp``, cannot
+    be a live frame's: that code's CFI finds its own return address at a fixed place
+    above ``caller_sp`` (a CFA from rsp), and that word is no return address.  A stale
+    return address left in a JIT frame's slots (SpiderMonkey's recursion) is passed over
+    so; a frame the CFI cannot check (no CFI, a CFA from rbp) is kept as before."""
+    key = ("stale-return-address", value, caller_sp)
+    known = ctx.regions.memo.get(key)
+    if known is None:
+        known = ctx.regions.memo[key] = _stale(ctx, value, caller_sp)
+    return known
+
+
+def _stale(ctx: UnwindContext, value: int, caller_sp: int) -> bool:
+    mapping = ctx.regions.mapping_at(value - 1)
+    if mapping is None or mapping.anonymous or ctx.regions.jit_region_at(value - 1):
+        return False
+    caller = cfi_rsp_caller(ctx.memory, ctx.regions.mappings.items, mapping.path, value,
+                            caller_sp)
+    if caller is None or caller is OUTERMOST:
+        return False
+    rip = caller["rip"]
+    if not (ctx.plausible_caller_sp(caller["rsp"]) and caller["rsp"] > caller_sp) \
+            or not ctx.regions.is_executable(rip - 1):
+        return True
+    # Code the memory lacks (a core without the file's text) proves nothing.
+    return ctx.memory.try_read(rip - 8, 8) is not None and not ctx.is_return_address(rip)
