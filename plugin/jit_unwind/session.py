@@ -10,7 +10,7 @@ import os
 from typing import TYPE_CHECKING, Dict, Optional, Set, Tuple
 
 from .core_notes import say_once
-from .dependencies import WITHOUT_PYELFTOOLS, missing
+from .dependencies import WITHOUT_PYELFTOOLS, missing, warn_missing
 from .elf_lookup import have_pyelftools, symbol_address
 from .rawelf import raw_section_address
 from .model import Unwound
@@ -230,6 +230,8 @@ class StopCache:
             address = self.process.symbol_address(name)
             if address is None:  # no debug info either: the symbol tables, parsed in full
                 address = symbol_address(mappings, name, full_tables=True)
+        if address is None and not have_pyelftools():
+            warn_missing(self.process, "pyelftools", WITHOUT_PYELFTOOLS)
         return address
 
     # CPython --------------------------------------------------------------------------
