@@ -4,8 +4,9 @@
 and a perf map), Ruby 3.1 YJIT code calling Process.kill, a LuaJIT 2.1 trace calling
 raise() through the FFI.  In GDB 13, GDB 18 and LLDB 23, live and on the debugger's own
 core: no Python failure, the stop frame, never fewer true frames than plain GDB 13 shows,
-no garbage frame; Ruby and LuaJIT reach main/_start, HotSpot clone3.  What does not
-hold yet (HotSpot's skipped interpreter frame): docs/runtimes.md, "Known gaps".
+no garbage frame; Ruby and LuaJIT reach main/_start, HotSpot clone3 with every Java
+frame (Hot.main's interpreter frame too).  What does not hold yet: docs/runtimes.md,
+"Known gaps".
 
 A caller frame is *garbage* when its pc is in no executable mapping of the process, or
 when the debugger has no symbol for it (``?? ()``, a JIT frame) and the bytes before it
@@ -59,6 +60,7 @@ class Runtime:
     gdb_setup: Tuple[str, ...] = ()
     lldb_setup: Tuple[str, ...] = ()
     to_the_end: bool = False  # the walk reaches main/_start without garbage today
+    java: bool = False  # HotSpot: every Java frame shown (assert_java_frames)
 
 
 def _java(*flags: str) -> Callable[[], List[str]]:
@@ -70,7 +72,7 @@ def _java(*flags: str) -> Callable[[], List[str]]:
 
 
 def _java_runtime(*flags: str) -> Runtime:
-    return Runtime(_java(*flags), ("JVM_Sleep",), to_the_end=True, gdb_setup=
+    return Runtime(_java(*flags), ("JVM_Sleep",), to_the_end=True, java=True, gdb_setup=
                    ("set breakpoint pending on", "handle SIGSEGV nostop noprint pass",
                     "break JVM_Sleep", f"ignore 1 {JAVA_IGNORE}"),
                    lldb_setup=(f"breakpoint set -n JVM_Sleep -i {JAVA_IGNORE}",
@@ -152,18 +154,26 @@ def read_snapshot(directory: Path) -> List[Mapping]:
     return parse_maps(maps.read_text())
 
 
-def _bytes_before(pc: int, mapping: Mapping, directory: Path) -> Optional[bytes]:
-    """The 8 bytes before ``pc``: from the mapped file, or the snapshot of anonymous
-    code; None when neither has them."""
+def _code(pc: int, size: int, mapping: Mapping, directory: Path) -> Optional[bytes]:
+    """``size`` bytes at ``pc`` (negative: before it): from the mapped file, or the
+    snapshot of anonymous code; None when neither has them."""
+    start = pc + min(size, 0)
     if mapping.path.startswith("/"):
-        path, offset = Path(mapping.path), mapping.offset + pc - mapping.start - 8
+        path, offset = Path(mapping.path), mapping.offset + start - mapping.start
     else:
-        path, offset = directory / f"{mapping.start:x}.bin", pc - mapping.start - 8
+        path, offset = directory / f"{mapping.start:x}.bin", start - mapping.start
     if offset < 0 or not path.exists():
         return None
     with open(path, "rb") as handle:
         handle.seek(offset)
-        return handle.read(8)
+        return handle.read(abs(size))
+
+
+# HotSpot's interpreter pushes the return entry of an invoke bytecode and jumps to the
+# callee: no call before it.  The entry starts by restoring rsp from the frame
+# (TemplateInterpreterGenerator::generate_return_entry_for):
+# mov rsp,[rbp-0x10]; movq [rbp-0x10],0.
+INTERPRETER_RETURN_ENTRY = bytes.fromhex("488b65f0" "48c745f000000000")
 
 
 def garbage_reason(pc: int, unnamed: bool, mappings: List[Mapping],
@@ -177,8 +187,9 @@ def garbage_reason(pc: int, unnamed: bool, mappings: List[Mapping],
     if "x" not in mapping.perms:
         return f"in {mapping.perms} memory"
     if unnamed and not mapping.path.startswith("["):  # [vdso]: named frames only
-        code = _bytes_before(pc, mapping, directory)
-        if code is not None and not _follows_call(code):
+        code = _code(pc, -8, mapping, directory)
+        planted = _code(pc, len(INTERPRETER_RETURN_ENTRY), mapping, directory)
+        if code is not None and not _follows_call(code) and planted != INTERPRETER_RETURN_ENTRY:
             return f"after no call in {mapping.path or 'anonymous code'}"
     return None
 
@@ -259,11 +270,13 @@ def test_backtrace_from_native_code_called_by_jit_code(name, runtime_name, tmp_p
     reference = plain_gdb(runtime_name)
     debugger = driver(name)
     core = tmp_path / debugger.core_name()
-    live = debugger.launch(runtime.argv(), ["bt", snapshot_command(name, tmp_path)],
+    registers = entry_commands(name) if runtime.java else []
+    live = debugger.launch(runtime.argv(), ["bt", snapshot_command(name, tmp_path),
+                                            *registers],
                            core=core, settings=runtime.lldb_setup
                            if name.startswith("lldb") else runtime.gdb_setup)
     live.remove_perf_files()
-    from_core = debugger.open_core(runtime.argv(), core, ["bt"])
+    from_core = debugger.open_core(runtime.argv(), core, ["bt", *registers])
     mappings = read_snapshot(tmp_path)
     for transcript in (live, from_core):
         frames = frames_of(transcript)
@@ -278,3 +291,52 @@ def test_backtrace_from_native_code_called_by_jit_code(name, runtime_name, tmp_p
         assert doubled == [], transcript.output("bt")
         if runtime.to_the_end:
             assert frames[-1].function in ENDS, listing
+        if runtime.java:
+            assert_java_frames(frames, mappings, tmp_path)
+            if registers:
+                assert_entry_registers(transcript, registers)
+
+
+# The registers HotSpot's call stub saves for its caller, JavaCalls::call_helper, at
+# rbp - 88 up to rbp - 56 (r15 to rbx); frame #4 is the stub's, #5 call_helper's.
+SAVED = ("r15", "r14", "r13", "r12", "rbx")
+
+
+def entry_commands(debugger: str) -> List[str]:
+    if debugger.startswith("lldb"):
+        # LLDB 23 shows no registers in the frames of the plugin's scripted thread
+        # (`register read`: "invalid frame, no registers"), and `memory read --
+        # $rbp-88` in the stub's frame kills it (SIGSEGV): the walk is the same.
+        return []
+    return ["frame 4", "x/5gx $rbp-88", "frame 5", f"info registers {' '.join(SAVED)}"]
+
+
+def assert_entry_registers(transcript: Transcript, commands: List[str]):
+    """In call_helper's frame, the registers the call stub saved for it (the Java code
+    it called clobbered them): the entry record of HotSpot's call stub."""
+    saved_text, registers_text = transcript.output(commands[1]), transcript.output(commands[3])
+    saved = [int(v, 16) for line in saved_text.splitlines() if ":" in line
+             for v in re.findall(r"0x[0-9a-f]+", line.split(":", 1)[1])]
+    found = dict(re.findall(r"\b(r1[2-5]|rbx)\s*=?\s+(0x[0-9a-f]+)", registers_text))
+    registers = [int(found[name], 16) if name in found else None for name in SAVED]
+    assert len(saved) == len(SAVED) and registers == saved, \
+        f"{transcript.whole}\nsaved by the call stub: {saved}\ncall_helper's: {registers}"
+
+
+def assert_java_frames(frames: List[Frame], mappings: List[Mapping], directory: Path):
+    """Between JVM_Sleep and JavaCalls::call_helper, the 4 frames of JIT code: the native
+    method's wrapper (Thread.sleep), C2's Hot.hot, Hot.main in the interpreter (its
+    return address one of the interpreter's return entries, planted with no call before
+    it), the call stub."""
+    listing = "\n".join(f.line for f in frames)
+    helper = next((i for i, f in enumerate(frames) if "JavaCalls::call_helper" in f.function),
+                  None)
+    assert helper == 5, listing
+    main = frames[3]
+    mapping = next((m for m in mappings if m.start <= main.pc < m.end), None)
+    assert mapping is not None and _code(main.pc, len(INTERPRETER_RETURN_ENTRY), mapping,
+                                         directory) == INTERPRETER_RETURN_ENTRY, listing
+    named = [f.function for f in frames[1:5]]
+    if any("Hot.hot" in name for name in named):  # a perf map names them
+        assert ["Hot.hot" in name for name in named] == [False, True, False, False], listing
+        assert "Interpreter" in named[2] and "StubRoutines" in named[3], listing

@@ -331,3 +331,33 @@ def test_a_planted_return_address_is_refused_where_the_chain_does_not_hold():
     result = unwind_jit_frame(ctx)
     assert result.method != "frame-pointer"
     assert result.caller_pc != planted
+
+
+def _scan_over_a_planted_return(layout, above_holds):
+    """A frameless JIT frame (C2's) returning to an interpreter's planted return entry
+    (no call before it: HotSpot pushes it and jumps), the interpreter's rbp pushed right
+    below it; the interpreter's own record returns after a call when ``above_holds``,
+    else into data.  Further up, a true return address the scan would take otherwise."""
+    planted = layout.put_jit(0x200, b"\x90" * 8)  # after no call
+    planted -= 8
+    ret, later = native_return_address(layout), native_return_address(layout, 0x300)
+    pc = layout.put_jit(0x80, bytes.fromhex("0000") + CALL_RAX)  # undecodable
+    interpreter_rbp = SP + 0x80
+    layout.word(SP + 0x20, interpreter_rbp)
+    layout.word(SP + 0x28, planted)
+    layout.word(interpreter_rbp, STACK + 0x9000)
+    layout.word(interpreter_rbp + 8, ret if above_holds else STACK + 0x10)
+    layout.word(SP + 0x98, later)
+    return unwind_jit_frame(layout.context(pc, SP, {"rbp": 0x1234})), planted, interpreter_rbp
+
+
+def test_stack_scan_takes_a_planted_return_address_where_the_chain_holds_above_it():
+    result, planted, interpreter_rbp = _scan_over_a_planted_return(Layout(), True)
+    assert result.method == "stack-scan" and result.guess
+    assert (result.caller_pc, result.caller_sp) == (planted, SP + 0x30)
+    assert result.saved["rbp"] == interpreter_rbp
+
+
+def test_stack_scan_passes_a_planted_return_address_where_the_chain_does_not_hold():
+    result, planted, _ = _scan_over_a_planted_return(Layout(), False)
+    assert result.method == "stack-scan" and result.caller_pc != planted

@@ -5,6 +5,7 @@ from typing import Dict, Optional
 from ..model import UnwindMethod, Unwound
 from .cfi import OUTERMOST, cfi_rsp_caller
 from .context import UnwindContext
+from .frame_pointer import chain_holds, planted_return
 from .x86_64 import CALLEE_SAVED
 
 SCAN_WORDS = 2048
@@ -12,8 +13,9 @@ SCAN_WORDS = 2048
 
 def unwind_stack_scan(ctx: UnwindContext) -> Optional[Unwound]:
     for slot, value in ctx.stack_words(SCAN_WORDS):
-        if value != ctx.pc and ctx.is_return_address(value) \
-                and not _stale_in_file_code(ctx, value, slot + 8):
+        if value != ctx.pc and (ctx.is_return_address(value)
+                                and not _stale_in_file_code(ctx, value, slot + 8)
+                                or _planted_record(ctx, slot, value)):
             caller_sp = slot + 8
             if ctx.in_trace():  # frameless code entered through a shim keeps none
                 saved: Dict[str, int] = {}
@@ -29,6 +31,20 @@ def unwind_stack_scan(ctx: UnwindContext) -> Optional[Unwound]:
                            cfa=caller_sp, frame_start=ctx.function_start(), guess=True,
                            saved=saved)
     return None
+
+
+def _planted_record(ctx: UnwindContext, slot: int, value: int) -> bool:
+    """True when ``value`` at ``slot`` is a return address a runtime planted with no call
+    before it (HotSpot's interpreter return entries, pushed before it jumps to the
+    callee), on the frame-pointer rule's evidence: the word below it is a saved rbp
+    above the slot whose chain keeps validating (unwind/frame_pointer.py)."""
+    if not ctx.regions.is_executable(value):
+        return False
+    below = ctx.memory.try_read(slot - 8, 8)
+    if below is None:
+        return False
+    pushed = int.from_bytes(below, "little")
+    return pushed > slot and planted_return(ctx, value, pushed)
 
 
 def _rbp_pushed_below(ctx: UnwindContext, slot: int, rbp: Optional[int]) -> Optional[int]:
@@ -47,10 +63,7 @@ def _rbp_pushed_below(ctx: UnwindContext, slot: int, rbp: Optional[int]) -> Opti
     pushed = int.from_bytes(below, "little")
     if pushed % 8 or pushed < caller_sp or not ctx.is_stack_address(pushed):
         return None
-    record = ctx.memory.try_read(pushed + 8, 8)
-    if record is None or not ctx.is_return_address(int.from_bytes(record, "little")):
-        return None
-    return pushed
+    return pushed if chain_holds(ctx, pushed) else None
 
 
 def _stale_in_file_code(ctx: UnwindContext, value: int, caller_sp: int) -> bool:

@@ -11,6 +11,7 @@ from .frame_pointer import unwind_chained_frame_pointer, unwind_frame_pointer
 from .jitdump_cfi import jitdump_cfi_applies, unwind_jitdump_cfi
 from .prologue import (known_start_applies, prologue_search_applies, unwind_known_start,
                        unwind_prologue_search)
+from .runtime_entries import unwind_runtime_entry
 from .stack_scan import unwind_stack_scan
 from .x86_64 import starts_frame_pointer
 
@@ -20,8 +21,10 @@ Strategy = Callable[[UnwindContext], Optional[Unwound]]
 # the table: the code generator knows its frames.  A function whose start we know is
 # decoded exactly; a trampoline found by its decodable prologue comes before the
 # frame-pointer rule because such trampolines leave rbp untouched, and the caller's rbp
-# would pass the rule's checks.
+# would pass the rule's checks.  A runtime's entry frame (runtime_entries.py) is known
+# exactly, with the registers it saved for its native caller.
 STRATEGIES: List[Tuple[UnwindMethod, Strategy]] = [
+    (UnwindMethod.ENTRY_RECORD, unwind_runtime_entry),
     (UnwindMethod.JITDUMP_CFI, unwind_jitdump_cfi),
     (UnwindMethod.PROLOGUE, unwind_known_start),
     (UnwindMethod.PROLOGUE_SEARCH, unwind_prologue_search),
