@@ -454,11 +454,12 @@ def test_unreadable_arguments_do_not_end_the_backtrace(gdb, subjects, tmp_path):
 
 def test_missing_pyelftools_is_named_with_its_install_command(tmp_path):
     """Debian's GDB 13 embeds the system Python; with pyelftools hidden from it, the
-    plugin still does what it can: a core's segments and notes, the .PyRuntime section
-    and .eh_frame need no pyelftools, so a 3.12 core shows its perf trampolines and
-    Python frames with no warning.  Where a symbol table is needed (Debian's stripped
-    python3.11, whose Py_Version only its .dynsym has), it says once what is missing
-    and how to install it, and still shows the Python frames."""
+    plugin still does what it can: a core's segments and notes, the .PyRuntime section,
+    .eh_frame and the exported symbols (read through .gnu.hash) need no pyelftools, so
+    a 3.12 core shows its perf trampolines and Python frames, and Debian's stripped
+    python3.11 (whose Py_Version only its .dynsym has) its Python frames, with no
+    warning.  Where call frame information must be read (a jitdump's unwind rules), it
+    says once what is missing and how to install it, and the walk still reaches main."""
     gdb = GDB_BINARIES["gdb13"]
     python = pyenv_python("3.12.1")
     hide = ['python import sys; sys.modules["elftools"] = None']
@@ -483,9 +484,14 @@ def test_missing_pyelftools_is_named_with_its_install_command(tmp_path):
 
     system = run_gdb(gdb, ["run", "bt", "py-mixed-bt"], ["/usr/bin/python3.11", RECURSE],
                      early=hide)
+    assert "is not installed" not in system, system
+    assert re.search(r"^\s+\[py\] recurse \(", system.split("Thread 1")[-1], re.M), system
+
+    jitdump = run_gdb(gdb, ["run", "bt"], [fixture_binary("jitdump_jit"), "2", "--dir",
+                                           tmp_path], early=hide)
     warning = ("warning: jit-unwind: pyelftools is not installed in GDB's Python 3.11: "
                "without it jit-unwind reads no symbol tables")
     install = ("Install it with `apt-get install python3-pyelftools` (Debian's GDB) "
                "or run `make venv`")
-    assert system.count(warning) == 1 and install in system, system
-    assert re.search(r"^\s+\[py\] recurse \(", system.split("Thread 1")[-1], re.M), system
+    assert jitdump.count(warning) == 1 and install in jitdump, jitdump
+    assert re.search(r"^#\d+ .* in main ", jitdump, re.M), jitdump
