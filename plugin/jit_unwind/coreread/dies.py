@@ -7,6 +7,8 @@ function holding a pc in CPython's ceval.c passes thousands.  Anything unusual h
 
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
+from ..leb128 import read_uleb, sleb_end
+
 KEPT = {"DW_AT_low_pc", "DW_AT_high_pc", "DW_AT_ranges", "DW_AT_sibling",
         "DW_AT_call_file", "DW_AT_call_line", "DW_AT_name", "DW_AT_linkage_name",
         "DW_AT_MIPS_linkage_name", "DW_AT_abstract_origin", "DW_AT_specification",
@@ -44,21 +46,8 @@ class Entry(NamedTuple):
     attributes: Dict[str, Tuple[str, int]]  # the KEPT ones: form, value
 
 
-def _uleb(data, at: int) -> Tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return value, at
 
 
-def _sleb_end(data, at: int) -> int:
-    while data[at] & 0x80:
-        at += 1
-    return at + 1
 
 
 _NAMES: Dict[str, Dict[int, str]] = {}
@@ -80,21 +69,21 @@ def read_abbrevs(data: bytes, at: int) -> Dict[int, tuple]:
     tags, attributes, forms = _names("TAG"), _names("AT"), _names("FORM")
     table: Dict[int, tuple] = {}
     while at < len(data):
-        code, at = _uleb(data, at)
+        code, at = read_uleb(data, at)
         if code == 0:
             break
-        tag, at = _uleb(data, at)
+        tag, at = read_uleb(data, at)
         children = data[at] != 0
         at += 1
         specs = []
         while True:
-            name, at = _uleb(data, at)
-            form, at = _uleb(data, at)
+            name, at = read_uleb(data, at)
+            form, at = read_uleb(data, at)
             if name == 0 and form == 0:
                 break
             form_name = forms.get(form, str(form))
             if form_name == "DW_FORM_implicit_const":
-                at = _sleb_end(data, at)
+                at = sleb_end(data, at)
             specs.append((attributes.get(name, str(name)), form_name))
         table[code] = (tags.get(tag, str(tag)), children, specs)
     return table
@@ -190,14 +179,14 @@ class Skimmer:
         if self.passed > MAX_ENTRIES or not self.base <= offset < self.end:
             raise Unsupported("runaway pass")
         data = self.data
-        code, at = _uleb(data, offset)
+        code, at = read_uleb(data, offset)
         if code == 0:
             return None
         tag, has_children, specs = self._abbrev(code)
         kept: Dict[str, Tuple[str, int]] = {}
         for name, form in specs:
             if form == "DW_FORM_indirect":
-                number, at = _uleb(data, at)
+                number, at = read_uleb(data, at)
                 raise Unsupported(f"indirect form {number}")
             size = FIXED.get(form)
             if size is not None:
@@ -205,17 +194,17 @@ class Skimmer:
                     kept[name] = (form, int.from_bytes(data[at:at + size], "little"))
                 at += size
             elif form in LEB:
-                value, at = _uleb(data, at)
+                value, at = read_uleb(data, at)
                 if name in KEPT:
                     kept[name] = (form, value)
             elif form == "DW_FORM_sdata":
-                at = _sleb_end(data, at)
+                at = sleb_end(data, at)
             elif form == "DW_FORM_string":
                 if name in KEPT:
                     kept[name] = (form, at)
                 at = data.index(b"\0", at) + 1
             elif form in ("DW_FORM_exprloc", "DW_FORM_block"):
-                length, at = _uleb(data, at)
+                length, at = read_uleb(data, at)
                 at += length
             elif form in BLOCKS:
                 width = BLOCKS[form]

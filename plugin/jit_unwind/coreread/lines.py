@@ -6,6 +6,8 @@ object per row, 0.4 s for CPython's ceval.c alone, where this loop keeps a tuple
 import bisect
 from typing import Dict, List, Optional, Tuple
 
+from ..leb128 import read_sleb, read_uleb
+
 Row = Tuple[int, int, bool]  # address, line (0: the end of a run), is_stmt
 
 # Standard opcodes (DWARF 2-5).
@@ -14,28 +16,8 @@ Row = Tuple[int, int, bool]  # address, line (0: the end of a run), is_stmt
 END_SEQUENCE, SET_ADDRESS = 1, 2  # extended opcodes
 
 
-def _uleb(data: bytes, at: int) -> Tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return value, at
 
 
-def _sleb(data: bytes, at: int) -> Tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            if byte & 0x40:
-                value -= 1 << shift
-            return value, at
 
 
 def rows(program):
@@ -62,7 +44,7 @@ def rows(program):
             line += line_base + adjusted % line_range
             yield address, file, line, is_stmt, False
         elif op == 0:
-            length, at = _uleb(data, at)
+            length, at = read_uleb(data, at)
             body = at
             at += length
             if length == 0:
@@ -76,13 +58,13 @@ def rows(program):
         elif op == COPY:
             yield address, file, line, is_stmt, False
         elif op == ADVANCE_PC:
-            value, at = _uleb(data, at)
+            value, at = read_uleb(data, at)
             address += value * step
         elif op == ADVANCE_LINE:
-            value, at = _sleb(data, at)
+            value, at = read_sleb(data, at)
             line += value
         elif op == SET_FILE:
-            file, at = _uleb(data, at)
+            file, at = read_uleb(data, at)
         elif op == NEGATE_STMT:
             is_stmt = not is_stmt
         elif op == CONST_ADD_PC:
@@ -94,7 +76,7 @@ def rows(program):
             pass
         else:  # SET_COLUMN, SET_ISA and opcodes unknown here: skip their operands
             for _ in range(lengths[op - 1] if op - 1 < len(lengths) else 0):
-                _, at = _uleb(data, at)
+                _, at = read_uleb(data, at)
 
 
 class Sequence:

@@ -19,6 +19,7 @@ import struct
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from ..file_cache import FileCache
+from ..leb128 import read_uleb
 from ..model import Region, RegionSource
 from ..rawelf import RawElf, file_bias, load_bias
 
@@ -123,15 +124,6 @@ def _is_padding(code: bytes) -> bool:
 
 # -- .eh_frame through .eh_frame_hdr ---------------------------------------------------
 
-def _read_uleb(data: bytes, pos: int) -> Tuple[int, int]:
-    result = shift = 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        shift += 7
-        if not byte & 0x80:
-            return result, pos
 
 
 _FORMATS = {0x2: "<H", 0x3: "<I", 0x4: "<Q", 0xA: "<h", 0xB: "<i", 0xC: "<q", 0x0: "<Q"}
@@ -218,13 +210,13 @@ def _fde_encoding(frames: bytes, cie: int) -> int:
     pos = end + 1
     if not augmentation.startswith("z"):
         return 0
-    _, pos = _read_uleb(frames, pos)  # code alignment
-    _, pos = _read_uleb(frames, pos)  # data alignment (sleb: same length)
+    _, pos = read_uleb(frames, pos)  # code alignment
+    _, pos = read_uleb(frames, pos)  # data alignment (sleb: same length)
     if version == 1:
         pos += 1
     else:
-        _, pos = _read_uleb(frames, pos)
-    _, pos = _read_uleb(frames, pos)  # augmentation data length
+        _, pos = read_uleb(frames, pos)
+    _, pos = read_uleb(frames, pos)  # augmentation data length
     for letter in augmentation[1:]:
         if letter == "R":
             return frames[pos]
