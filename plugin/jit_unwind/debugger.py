@@ -10,6 +10,7 @@ valid until the process runs again: never keep one across stops.
 
 from typing import List, NamedTuple, Optional, Tuple
 
+from .arch import X86_64, Architecture
 from .model import Mapping
 from .target import JitUnwindError, Memory
 
@@ -99,6 +100,7 @@ class Process:
 
     memory: Memory
     debugger_name = "the debugger"  # as in "GDB's Python 3.11"
+    arch: Architecture = X86_64  # the processor the program runs on
 
     def pid(self) -> Optional[int]:
         """The process id, None when there is no process."""

@@ -8,6 +8,7 @@ Imported once JIT code is met: it loads every strategy.
 
 from typing import Callable, FrozenSet, Optional
 
+from .arch import X86_64, Architecture
 from .model import Region, Unwound
 from .regions import RegionMap
 from .regions.nocfi import SOURCE as NOCFI
@@ -24,15 +25,15 @@ FunctionStart = Callable[[int], Optional[int]]
 def unwind_jit_code(pc: int, sp: int, memory: Memory, regions: RegionMap,
                     read_register: RegisterReader, innermost: bool,
                     function_start: FunctionStart, registered: bool,
-                    stale_frames: Callable[[], Optional[FrozenSet[int]]]
-                    ) -> Optional[Unwound]:
+                    stale_frames: Callable[[], Optional[FrozenSet[int]]],
+                    arch: Architecture = X86_64) -> Optional[Unwound]:
     """The caller of a frame in JIT code (``regions`` named).  ``registered``: the
     debugger has rules for the code (its JIT interface): ours only where they are exact
     and the debugger's not (a trace), else None.  ``stale_frames()``: the interpreter
     frames of this stop an eval loop's registers may hold stale copies of (see
     :func:`stale_frames`), None when unknown; asked only when the frame enters a trace."""
     ctx = UnwindContext(pc, sp, memory, regions, read_register, innermost,
-                        function_start)
+                        function_start, arch=arch)
     if registered:
         result = unwind_registered_trace(ctx)
         if result is None:
@@ -55,12 +56,12 @@ def stale_frames(cache: StopCache, thread) -> FrozenSet[int]:
 
 def unwind_nocfi_code(pc: int, sp: int, memory: Memory, regions: RegionMap,
                       read_register: RegisterReader, innermost: bool,
-                      function_start: FunctionStart, function: Optional[Region]
-                      ) -> Optional[Unwound]:
+                      function_start: FunctionStart, function: Optional[Region],
+                      arch: Architecture = X86_64) -> Optional[Unwound]:
     """The caller of a frame in a mapped file's code without CFI, ``function`` its
     symbol: our exact strategies, else None (the debugger's own heuristics)."""
     ctx = UnwindContext(pc, sp, memory, regions, read_register, innermost,
-                        function_start, function)
+                        function_start, function, arch=arch)
     return unwind_nocfi_frame(ctx)
 
 
@@ -76,8 +77,8 @@ def leaves_to_debugger(cache: StopCache, code: Region, lookup: int) -> bool:
 
 def unwind_code(cache: StopCache, code: Region, pc: int, sp: int,
                 read_register: RegisterReader, innermost: bool,
-                stale_frames: Callable[[], Optional[FrozenSet[int]]]
-                ) -> Optional[Unwound]:
+                stale_frames: Callable[[], Optional[FrozenSet[int]]],
+                arch: Architecture = X86_64) -> Optional[Unwound]:
     """The caller of the frame at (``pc``, ``sp``) in ``code`` (see leaves_to_debugger),
     recorded in ``cache`` for ``bt``'s names and marks: code without CFI in a mapped
     file (:func:`unwind_nocfi_code`) or JIT code (:func:`unwind_jit_code`); None where
@@ -87,12 +88,12 @@ def unwind_code(cache: StopCache, code: Region, pc: int, sp: int,
     if code.source == NOCFI:
         result = unwind_nocfi_code(pc, sp, process.memory, cache.regions(), read_register,
                                    innermost, process.function_start,
-                                   function_at(code, lookup))
+                                   function_at(code, lookup), arch)
     else:
         regions = cache.named_regions()
         result = unwind_jit_code(pc, sp, process.memory, regions, read_register,
                                  innermost, process.function_start,
-                                 regions.is_registered(lookup), stale_frames)
+                                 regions.is_registered(lookup), stale_frames, arch)
     if result is not None:
         cache.record(pc, sp, result)
     return result

@@ -19,17 +19,16 @@ StopCache, as GDB's unwinder does.
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from .arch import Architecture
 from .debugger import DebuggerError, Frame
 from .model import Region, Unwound
 from .session import StopCache
 from .stack import MAX_FRAMES, ends_backtrace
 from .unwind import (UnwindContext, unwind_jit_frame, unwind_nocfi_frame,
                      unwind_registered_trace)
-from .unwind.cfi import CALLEE_SAVED, unwind_with_cfi
+from .unwind.cfi import unwind_with_cfi
 from .unwind.context import follows_call
-from .unwind.x86_64 import starts_frame_pointer
 
-REGISTERS = ("rip", "rsp", *CALLEE_SAVED)
 # Where a frame-pointer caller's saved rbp may lie above the callee's sp.
 MAX_FRAME_SIZE = 16 << 20
 
@@ -56,10 +55,17 @@ class Step:
     position: Optional[int] = None
 
 
-def frame_registers(frame: Frame) -> Registers:
+def walk_registers(arch: Architecture) -> Tuple[str, ...]:
+    """The registers a caller's unwind may need: pc, sp, the callee-saved ones and the
+    link register (a frame the stop interrupted may not have saved it yet)."""
+    link = (arch.link_register,) if arch.link_register else ()
+    return (arch.pc, arch.sp, *arch.callee_saved, *link)
+
+
+def frame_registers(frame: Frame, arch: Architecture) -> Registers:
     """The registers of ``frame`` a caller's unwind may need, those the debugger knows."""
     values = {}
-    for name in REGISTERS:
+    for name in walk_registers(arch):
         value = frame.register(name)
         if value is not None:
             values[name] = value
@@ -73,8 +79,8 @@ def _input_pc(frame: Frame) -> Optional[int]:
         return None
 
 
-def _callee_saved(registers: Registers) -> Registers:
-    return {k: v for k, v in registers.items() if k in CALLEE_SAVED}
+def _callee_saved(registers: Registers, arch: Architecture) -> Registers:
+    return {k: v for k, v in registers.items() if k in arch.callee_saved}
 
 
 def _no_log(_message) -> None:
@@ -92,6 +98,7 @@ class ThreadWalk:
         self.cache = cache
         self.process = cache.process
         self.memory = cache.process.memory
+        self.arch = cache.process.arch
         self.regions = cache.regions()  # named (executors read) once JIT code is met
         self.inputs = input_frames
         self.count = len(input_frames)
@@ -135,7 +142,7 @@ class ThreadWalk:
             frame = self.inputs[index]
             pc = _input_pc(frame)
             if self.is_jit(pc, index == 0):
-                resumed = self.walk_from(pc, frame.sp(), frame_registers(frame),
+                resumed = self.walk_from(pc, frame.sp(), frame_registers(frame, self.arch),
                                          index == 0, index)
                 if resumed is None:
                     return self.out
@@ -160,17 +167,21 @@ class ThreadWalk:
 
     def resume_with_cfi(self, index: int) -> None:
         """Go on from the caller of input frame ``index`` as its .eh_frame gives it."""
-        registers = frame_registers(self.inputs[index])
-        pc, sp = registers.get("rip"), registers.get("rsp")
+        arch = self.arch
+        registers = frame_registers(self.inputs[index], arch)
+        pc, sp = registers.get(arch.pc), registers.get(arch.sp)
         if pc is None or sp is None:
             return
         caller = self.cfi_step(pc, registers)
-        if caller and caller["rsp"] > sp and caller["rip"] >= 16:
-            self.walk_from(caller["rip"], caller["rsp"], caller, False, index + 1)
+        if caller and caller[arch.sp] > sp and caller[arch.pc] >= 16:
+            self.walk_from(caller[arch.pc], caller[arch.sp], caller, False, index + 1)
 
     def after_input(self, index: int) -> None:
         """The debugger ended its walk at input frame ``index``: go on when its caller
-        is JIT code."""
+        is JIT code (x86-64: its return address is the word below the CFA)."""
+        arch = self.arch
+        if not arch.return_address_pushed:
+            return
         last = self.inputs[index]
         cfa = last.cfa()
         if not cfa or cfa % 8:
@@ -181,20 +192,20 @@ class ThreadWalk:
         if not self.is_jit(caller_pc, False) and not (
                 self.past_native_end and follows_call(self.memory, self.regions, caller_pc)):
             return
-        registers = frame_registers(last)
-        registers["rip"], registers["rsp"] = caller_pc, cfa
+        registers = frame_registers(last, arch)
+        registers[arch.pc], registers[arch.sp] = caller_pc, cfa
         # The caller's rbp: saved by the last frame's prologue when it keeps a frame
         # pointer; else the last frame left it as it found it.
         last_pc = _input_pc(last)
         start = self.function_start(last_pc - 1) if last_pc is not None else None
-        fp = registers.get("rbp")
+        fp = registers.get(arch.fp)
         code = self.memory.try_read(start, 8) if start is not None else None
-        if code is not None and starts_frame_pointer(code) and fp is not None:
+        if code is not None and arch.starts_frame_pointer(code) and fp is not None:
             saved = self.memory.try_read_u64(fp)
             if saved is None:
-                registers.pop("rbp", None)
+                registers.pop(arch.fp, None)
             else:
-                registers["rbp"] = saved
+                registers[arch.fp] = saved
         self.walk_from(caller_pc, cfa, registers, False, index + 1)
 
     def walk_from(self, pc: int, sp: int, registers: Registers, innermost: bool,
@@ -235,7 +246,7 @@ class ThreadWalk:
     def jit_step(self, pc: int, sp: int, registers: Registers,
                  innermost: bool) -> Optional[Caller]:
         ctx = UnwindContext(pc, sp, self.memory, self.cache.named_regions(), registers.get,
-                            innermost, self.function_start)
+                            innermost, self.function_start, arch=self.arch)
         try:
             result = None
             if self.cache.named_regions().is_registered(ctx.lookup_pc):
@@ -253,9 +264,9 @@ class ThreadWalk:
                              unreadable=unreadable))
         if result.ends_walk:
             return None
-        caller = {} if ctx.in_trace() else _callee_saved(registers)
+        caller = {} if ctx.in_trace() else _callee_saved(registers, self.arch)
         caller.update(result.saved)
-        caller["rip"], caller["rsp"] = result.caller_pc, result.caller_sp
+        caller[self.arch.pc], caller[self.arch.sp] = result.caller_pc, result.caller_sp
         return result.caller_pc, result.caller_sp, caller
 
     def stop(self, pc: int, sp: int, reason: str) -> None:
@@ -271,7 +282,7 @@ class ThreadWalk:
             return None
         path, file_pc = where
         try:
-            return unwind_with_cfi(self.memory, path, file_pc, registers)
+            return unwind_with_cfi(self.memory, path, file_pc, registers, self.arch)
         except Exception:
             return None
 
@@ -287,16 +298,16 @@ class ThreadWalk:
             return None
         function = Region(symbol.start, symbol.end, "no-cfi", symbol.name)
         ctx = UnwindContext(pc, sp, self.memory, self.regions, registers.get, False,
-                            self.function_start, function)
+                            self.function_start, function, arch=self.arch)
         try:
             result = unwind_nocfi_frame(ctx)
         except Exception:  # never a traceback in a backtrace
             return None
         if result is None:
             return None
-        caller = _callee_saved(registers)
+        caller = _callee_saved(registers, self.arch)
         caller.update(result.saved)
-        caller["rip"], caller["rsp"] = result.caller_pc, result.caller_sp
+        caller[self.arch.pc], caller[self.arch.sp] = result.caller_pc, result.caller_sp
         return caller
 
     def native_step(self, pc: int, sp: int, registers: Registers) -> Optional[Caller]:
@@ -309,24 +320,26 @@ class ThreadWalk:
         caller = self.cfi_step(pc, registers)
         if caller == {}:  # the outermost frame (_start, a thread's start routine)
             return None
+        pc_name, sp_name = self.arch.pc, self.arch.sp
         if caller is not None:
-            if caller["rsp"] <= sp or caller["rip"] < 16:
+            if caller[sp_name] <= sp or caller[pc_name] < 16:
                 self.stop(pc, sp, f"the call frame information of {name or hex(pc)} gives "
-                                  f"a caller at {caller['rsp']:#x}, not above its sp {sp:#x}")
+                                  f"a caller at {caller[sp_name]:#x}, not above its sp {sp:#x}")
                 return None
-            return caller["rip"], caller["rsp"], caller
+            return caller[pc_name], caller[sp_name], caller
         caller = self.nocfi_step(pc, sp, registers)
         if caller is not None:
-            return caller["rip"], caller["rsp"], caller
+            return caller[pc_name], caller[sp_name], caller
         return self.frame_pointer_step(pc, sp, registers, name)
 
     def frame_pointer_step(self, pc: int, sp: int, registers: Registers,
                            name: str) -> Optional[Caller]:
         """The caller of a native frame whose function keeps a frame pointer."""
+        arch = self.arch
         start = self.function_start(pc - 1)
         code = self.memory.try_read(start, 8) if start is not None else None
-        rbp = registers.get("rbp")
-        if code is None or not starts_frame_pointer(code):
+        rbp = registers.get(arch.fp)
+        if code is None or not arch.starts_frame_pointer(code):
             self.stop(pc, sp, f"{name or hex(pc)} keeps no frame pointer and "
                               f"{self.process.debugger_name} cannot unwind it from "
                               f"registers found through JIT code")
@@ -339,4 +352,5 @@ class ThreadWalk:
         if caller_pc is None or saved_rbp is None or caller_pc < 16:
             self.stop(pc, sp, f"cannot read the frame of {name or hex(pc)} at {rbp:#x}")
             return None
-        return caller_pc, rbp + 16, {"rip": caller_pc, "rsp": rbp + 16, "rbp": saved_rbp}
+        caller_pc = arch.code_address(caller_pc)
+        return caller_pc, rbp + 16, {arch.pc: caller_pc, arch.sp: rbp + 16, arch.fp: saved_rbp}

@@ -71,7 +71,7 @@ class GdbFrame(Frame):
 
     def sp(self) -> Optional[int]:
         if self._sp is None:
-            self._sp = self.register("rsp")
+            self._sp = self.register("sp")  # GDB's name for rsp, and aarch64's sp
         return self._sp
 
     def function_name(self) -> Optional[str]:
@@ -186,6 +186,16 @@ class GdbProcess(Process):
 
     def __init__(self):
         self.memory = GdbMemory()
+
+    @property
+    def arch(self):
+        """The selected inferior's architecture (x86-64 when GDB names another)."""
+        from ..arch import X86_64, by_debugger_name
+        try:
+            name = gdb.selected_inferior().architecture().name()
+        except (gdb.error, AttributeError, RuntimeError):
+            return X86_64
+        return by_debugger_name(name) or X86_64
 
     def pid(self) -> Optional[int]:
         pid = gdb.selected_inferior().pid

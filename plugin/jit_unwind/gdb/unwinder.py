@@ -8,11 +8,10 @@ binary search.
 import gdb
 from gdb.unwinder import Unwinder
 
+from ..arch import by_debugger_name
 from ..regions.nocfi import SOURCE as NOCFI
 from .settings import debug_log
 from .state import STATE
-
-X86_64 = "i386:x86-64"
 
 
 _CORE = []
@@ -45,13 +44,13 @@ def _pc_and_sp(pending_frame):
     """(pc, sp) of a pending frame on GDB 13, which has no PendingFrame.pc(); sp None
     when only the register read gives the pc."""
     found = _text_pc_sp(pending_frame)
-    return found if found is not None else (int(pending_frame.read_register("rip")), None)
+    return found if found is not None else (int(pending_frame.read_register("pc")), None)
 
 
 def _sp(pending_frame) -> int:
     """sp of a pending frame, from its text (cheaper than a register read on GDB 18 too)."""
     found = _text_pc_sp(pending_frame)
-    return found[1] if found is not None else int(pending_frame.read_register("rsp"))
+    return found[1] if found is not None else int(pending_frame.read_register("sp"))
 
 
 def _stale_frames():
@@ -81,16 +80,16 @@ class JitUnwinder(Unwinder):
         super().__init__("jit-unwind")
         self._has_pc = hasattr(gdb.PendingFrame, "pc")
         self._frame_id_class = getattr(gdb.unwinder, "FrameId", None)
-        # The last architecture asked about, and whether it is x86-64: GDB keeps one
-        # gdb.Architecture object per architecture.
+        # The last architecture asked about, and ours for it (None: one we do not
+        # unwind): GDB keeps one gdb.Architecture object per architecture.
+        self._gdb_arch = None
         self._arch = None
-        self._arch_supported = False
 
-    def _supported(self, arch) -> bool:
-        if arch is not self._arch:
-            self._arch_supported = arch.name() == X86_64
-            self._arch = arch
-        return self._arch_supported
+    def _architecture(self, gdb_arch):
+        if gdb_arch is not self._gdb_arch:
+            self._arch = by_debugger_name(gdb_arch.name())
+            self._gdb_arch = gdb_arch
+        return self._arch
 
     def __call__(self, pending_frame):
         try:
@@ -117,8 +116,10 @@ class JitUnwinder(Unwinder):
         if code is None:
             return None
         core = _core()
-        if core.leaves_to_debugger(STATE, code, lookup) \
-                or not self._supported(pending_frame.architecture()):
+        if core.leaves_to_debugger(STATE, code, lookup):
+            return None
+        arch = self._architecture(pending_frame.architecture())
+        if arch is None:
             return None
         if sp is None:
             sp = _sp(pending_frame)
@@ -132,7 +133,7 @@ class JitUnwinder(Unwinder):
             return number
 
         result = core.unwind_code(STATE, code, pc, sp, read_register, innermost,
-                                  _stale_frames)
+                                  _stale_frames, arch)
         if code.source == NOCFI:
             debug_log(lambda: f"frame #{pending_frame.level()} pc={pc:#x} sp={sp:#x} "
                               f"(no CFI in {code.name}): {result or 'left to GDB'}")
@@ -141,9 +142,9 @@ class JitUnwinder(Unwinder):
                               f"{result}")
         if result is None:  # GDB's rules stand where ours are not exact
             return None
-        return self._unwind_info(pending_frame, result, sp, pc, read)
+        return self._unwind_info(pending_frame, result, sp, pc, read, arch)
 
-    def _unwind_info(self, pending_frame, result, sp, pc, read):
+    def _unwind_info(self, pending_frame, result, sp, pc, read, arch):
         """``read``: name -> (gdb.Value, int) of the registers the strategies read."""
         id_sp = result.cfa if result.cfa is not None else sp
         id_pc = result.frame_start if result.frame_start is not None else pc
@@ -163,11 +164,11 @@ class JitUnwinder(Unwinder):
             # GDB 13's frame iterator raises on a frame without a saved pc, and the
             # whole backtrace is lost; a zero pc ends the walk there too ("zero PC")
             # and the frame filter hides that last, empty frame.
-            add("rip", value(0))
-            add("rsp", value(id_sp))
+            add(arch.pc, value(0))
+            add(arch.sp, value(id_sp))
             return info
-        add("rip", value(result.caller_pc))
-        add("rsp", value(result.caller_sp))
+        add(arch.pc, value(result.caller_pc))
+        add(arch.sp, value(result.caller_sp))
         for name, saved in result.saved.items():
             # A register passed through unchanged: GDB's own value, no new one.
             known = read.get(name)

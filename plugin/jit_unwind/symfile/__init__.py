@@ -84,7 +84,8 @@ class SymbolFiles:
         if not functions:
             return old, None
         data = symbol_file_bytes(process.memory, regions, functions,
-                                 with_unwind_rules=self._unwind_rules, selection=selection)
+                                 with_unwind_rules=self._unwind_rules, selection=selection,
+                                 machine=process.arch.elf_machine)
         # On failure the old file is still unloaded (its names are stale), and the key is
         # kept: the next stops do not retry until the named regions change.
         path = self._new_path(process.pid())  # only once there is something to write

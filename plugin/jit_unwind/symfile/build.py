@@ -221,9 +221,10 @@ def _rules_of(code: bytes) -> Rule:
 def symbol_file_bytes(memory: Memory, regions: RegionMap, functions: Sequence[Region],
                       spans: Optional[Sequence[Span]] = None,
                       with_unwind_rules: bool = True,
-                      selection: Optional[Selection] = None) -> bytes:
+                      selection: Optional[Selection] = None, machine: int = 62) -> bytes:
     """The ELF for ``functions`` (from :func:`select`, with their ``spans``; or the
-    whole ``selection``)."""
+    whole ``selection``), for the processor ``machine`` (an ELF ``e_machine``; the
+    unwind rules are decoded from x86-64 code only)."""
     starts = ends = None
     if selection is not None:
         functions, spans, starts, ends = selection
@@ -238,6 +239,6 @@ def symbol_file_bytes(memory: Memory, regions: RegionMap, functions: Sequence[Re
         starts, ends = None, None
     record_at = regions.unwind_record_at if len(regions.unwind_records) else None
     rule_starts, rules = (unwind_rules(memory, functions, spans, record_at)
-                          if with_unwind_rules else ([], []))
+                          if with_unwind_rules and machine == 62 else ([], []))
     return write_elf(sections, functions, build_eh_frame(rule_starts, rules) if rules else b"",
-                     starts, ends)
+                     starts, ends, machine)

@@ -1,6 +1,7 @@
-"""Write a small ELF64 x86-64 object that names JIT code: code sections as SHT_NOBITS
-at the code's absolute addresses (the bytes stay the process's), one STT_FUNC symbol per
-function, and optionally ``.eh_frame``.  A debugger loads it with no offset."""
+"""Write a small ELF64 object (x86-64's or aarch64's ``e_machine``) that names JIT code:
+code sections as SHT_NOBITS at the code's absolute addresses (the bytes stay the
+process's), one STT_FUNC symbol per function, and optionally ``.eh_frame``.  A
+debugger loads it with no offset."""
 
 import itertools
 import operator
@@ -73,7 +74,7 @@ def _symbol_table(sections: Sequence[CodeSection], name_sizes: List[int],
 
 def write_elf(sections: Sequence[CodeSection], functions: Sequence,
               eh_frame: bytes = b"", starts: Optional[List[int]] = None,
-              ends: Optional[List[int]] = None) -> bytes:
+              ends: Optional[List[int]] = None, machine: int = EM_X86_64) -> bytes:
     """The file's bytes: one global STT_FUNC symbol per function (anything with
     ``name``, ``start``, ``end``), ``sections[0].count`` of them in the first code
     section, the next ``sections[1].count`` in the second, and so on.  Section indexes:
@@ -132,7 +133,7 @@ def write_elf(sections: Sequence[CodeSection], functions: Sequence,
         body += entry
     ident = b"\x7fELF" + bytes([2, 1, 1, 0]) + bytes(8)  # 64-bit, little-endian, SysV
     body[:EHDR_SIZE] = ident + struct.pack(
-        "<HHIQQQIHHHHHH", ET_EXEC, EM_X86_64, 1, 0, EHDR_SIZE if sections else 0,
+        "<HHIQQQIHHHHHH", ET_EXEC, machine, 1, 0, EHDR_SIZE if sections else 0,
         section_headers_offset, 0, EHDR_SIZE, PHDR_SIZE, len(sections), SHDR_SIZE,
         len(headers), shstrtab_index)
     return bytes(body)

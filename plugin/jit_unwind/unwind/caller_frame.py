@@ -13,7 +13,6 @@ checked: the slot the prologue puts the caller's own return address in must hold
 from typing import Optional
 
 from .context import UnwindContext
-from .x86_64 import decode_frame_setup
 
 SETUP_BYTES = 64  # enough for endbr64, push rbp, mov rbp,rsp, six pushes and a sub
 
@@ -44,7 +43,7 @@ def _frame_setup(ctx: UnwindContext, caller_pc: int):
     code = ctx.memory.try_read(start, SETUP_BYTES)
     if code is None:
         return None
-    state = decode_frame_setup(code)
+    state = ctx.arch.decode_frame_setup(code)
     if state is None or state.frame_pointer_depth is None:
         return None
     return state.depth, state.frame_pointer_depth

@@ -11,17 +11,15 @@ import bisect
 import io
 from typing import Dict, Iterable, List, Optional, Tuple
 
+from ..arch import X86_64, Architecture
 from ..file_cache import FileCache
 from ..rawelf import RawElf, file_bias
 from ..regions.nocfi import search_table as read_search_table
 from ..target import Memory
 
-# DWARF register numbers of x86-64 (System V psABI).
-DWARF_REGISTERS = {0: "rax", 1: "rdx", 2: "rcx", 3: "rbx", 4: "rsi", 5: "rdi", 6: "rbp",
-                   7: "rsp", 8: "r8", 9: "r9", 10: "r10", 11: "r11", 12: "r12", 13: "r13",
-                   14: "r14", 15: "r15"}
-RETURN_ADDRESS = 16
-CALLEE_SAVED = ("rbx", "rbp", "r12", "r13", "r14", "r15")
+# x86-64's (System V psABI), for the callers that name them.
+DWARF_REGISTERS = X86_64.dwarf_registers
+CALLEE_SAVED = X86_64.callee_saved
 MAX_FILES = 32
 # What unwind_with_cfi returns for an outermost frame (its return address is undefined,
 # as for _start and a thread's start routine).
@@ -124,23 +122,23 @@ def cfi_table(path: str) -> Optional[CfiTable]:
     return _tables.get(path, CfiTable, None)
 
 
-def unwind_with_cfi(memory: Memory, path: str, file_pc: int, registers: Dict[str, int]
-                    ) -> Optional[Dict[str, int]]:
-    """The caller's registers (``rip``, ``rsp``, callee-saved ones known) of the frame
+def unwind_with_cfi(memory: Memory, path: str, file_pc: int, registers: Dict[str, int],
+                    arch: Architecture = X86_64) -> Optional[Dict[str, int]]:
+    """The caller's registers (pc, sp, callee-saved ones known) of the frame
     whose lookup pc is ``file_pc`` in ``path``; None when the CFI cannot tell;
     OUTERMOST (empty) when it says the frame has no caller."""
     table = cfi_table(path)
     row = table.row_at(file_pc) if table is not None else None
     if row is None:
         return None
-    return caller_registers(memory, row, registers)
+    return caller_registers(memory, row, registers, arch)
 
 
 def cfi_rsp_caller(memory: Memory, mappings: Iterable, path: str, return_address: int,
-                   sp: int) -> Optional[Dict[str, int]]:
-    """The caller's ``rip`` and ``rsp`` of a frame at ``return_address`` in the file
+                   sp: int, arch: Architecture = X86_64) -> Optional[Dict[str, int]]:
+    """The caller's pc and sp of a frame at ``return_address`` in the file
     ``path`` (mapped as ``mappings`` say), whose sp is ``sp``, when its CFI row there
-    computes the CFA from rsp (it needs no other register); None when no row does,
+    computes the CFA from sp (it needs no other register); None when no row does,
     OUTERMOST for an outermost frame.  The load bias comes from the file's first
     mapping: LLDB's cores give every mapping file offset 0."""
     loads = _loads.get(path, _read_loads, None)
@@ -149,9 +147,9 @@ def cfi_rsp_caller(memory: Memory, mappings: Iterable, path: str, return_address
     row = table.row_at(return_address - 1 - bias) if table is not None else None
     cfa_rule = row.get("cfa") if row is not None else None
     if cfa_rule is None or getattr(cfa_rule, "expr", None) is not None \
-            or DWARF_REGISTERS.get(cfa_rule.reg) != "rsp":
+            or arch.dwarf_registers.get(cfa_rule.reg) != arch.sp:
         return None
-    return caller_registers(memory, row, {"rsp": sp, "rip": return_address})
+    return caller_registers(memory, row, {arch.sp: sp, arch.pc: return_address}, arch)
 
 
 def _read_loads(path: str) -> List[Tuple[int, int]]:
@@ -159,23 +157,30 @@ def _read_loads(path: str) -> List[Tuple[int, int]]:
         return RawElf(handle, path).loads
 
 
-def caller_registers(memory: Memory, row, registers: Dict[str, int]
-                     ) -> Optional[Dict[str, int]]:
+def caller_registers(memory: Memory, row, registers: Dict[str, int],
+                     arch: Architecture = X86_64) -> Optional[Dict[str, int]]:
     """The caller's registers by one decoded CFI row (pyelftools' dict: "cfa" and
     register rules); None when the row cannot tell; OUTERMOST when it says the frame
-    has no caller."""
+    has no caller.  Where the return address is a register's column (aarch64's x30),
+    a row without a rule for it leaves it in that register."""
+    dwarf = arch.dwarf_registers
     cfa_rule = row.get("cfa")
     if cfa_rule is None or getattr(cfa_rule, "expr", None) is not None:
         return None
-    base = registers.get(DWARF_REGISTERS.get(cfa_rule.reg, ""))
+    base = registers.get(dwarf.get(cfa_rule.reg, ""))
     if base is None:
         return None
     cfa = base + cfa_rule.offset
-    ra_rule = row.get(RETURN_ADDRESS)
+    column = arch.return_address_column
+    ra_rule = row.get(column)
     if ra_rule is not None and ra_rule.type == "UNDEFINED":
         return OUTERMOST
-    caller = {name: registers[name] for name in CALLEE_SAVED if name in registers}
-    for number, name in list(DWARF_REGISTERS.items()) + [(RETURN_ADDRESS, "rip")]:
+    caller = {name: registers[name] for name in arch.callee_saved if name in registers}
+    link = arch.link_register
+    if link is not None and link in registers:
+        caller[link] = registers[link]  # no rule: the return address is still there
+    ra_name = arch.pc if link is None else link
+    for number, name in list(dwarf.items()) + [(column, ra_name)]:
         rule = row.get(number)
         if rule is None:
             continue
@@ -188,7 +193,7 @@ def caller_registers(memory: Memory, row, registers: Dict[str, int]
         elif kind == "VAL_OFFSET":
             caller[name] = cfa + rule.arg
         elif kind == "REGISTER":
-            other = registers.get(DWARF_REGISTERS.get(rule.arg, ""))
+            other = registers.get(dwarf.get(rule.arg, ""))
             if other is None:
                 caller.pop(name, None)
             else:
@@ -197,7 +202,11 @@ def caller_registers(memory: Memory, row, registers: Dict[str, int]
             pass
         else:  # UNDEFINED or an expression: unknown
             caller.pop(name, None)
-    if "rip" not in caller:
+    if link is not None:
+        if link not in caller:
+            return None
+        caller[arch.pc] = arch.code_address(caller.pop(link))
+    if arch.pc not in caller:
         return None
-    caller["rsp"] = cfa
+    caller[arch.sp] = cfa
     return caller

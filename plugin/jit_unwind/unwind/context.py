@@ -3,23 +3,25 @@
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterator, Optional, Tuple
 
+from ..arch import X86_64, Architecture
 from ..model import CodeKind, Region
 from ..regions import RegionMap
 from ..target import Memory, MemoryReadError, RegisterReader
-from .x86_64 import call_length_before, starts_frame_pointer
 
 MAX_FRAME_SIZE = 16 << 20  # a caller's sp further than this above sp is not believed
 
 
-def follows_call(memory, regions, address: int) -> bool:
+def follows_call(memory, regions, address: int, arch: Architecture = X86_64) -> bool:
     """True if ``address`` is in executable memory right after a call instruction."""
-    if address < 16 or not regions.is_executable(address - 1):
+    if address < 16 or address % arch.instruction_alignment \
+            or not regions.is_executable(address - 1):
         return False
+    window = arch.call_window
     try:
-        before = memory.read(address - 8, 8)
+        before = memory.read(address - window, window)
     except MemoryReadError:
         return False
-    return call_length_before(before) is not None
+    return arch.call_before(before)
 
 
 @dataclass
@@ -35,6 +37,7 @@ class UnwindContext:
     # The function holding the pc when it is not JIT code but code without CFI in a
     # mapped file, from that file's symbols (regions/nocfi.py).
     function: Optional[Region] = None
+    arch: Architecture = X86_64
     # (symbol(),) once looked up: the strategies ask for it several times per frame.
     _symbol: Optional[tuple] = field(default=None, init=False, repr=False, compare=False)
 
@@ -65,6 +68,7 @@ class UnwindContext:
     def is_return_address(self, address: int) -> bool:
         """True if ``address`` is in executable memory right after a call (once per
         address and stop: a JIT stack repeats a few return addresses)."""
+        address = self.arch.code_address(address)
         key = ("return-address", address)
         known = self.regions.memo.get(key)
         if known is None:
@@ -72,7 +76,7 @@ class UnwindContext:
         return known
 
     def _is_return_address(self, address: int) -> bool:
-        return follows_call(self.memory, self.regions, address)
+        return follows_call(self.memory, self.regions, address, self.arch)
 
     def is_stack_address(self, address: int) -> bool:
         """True if ``address`` lies in the mapping that holds this frame's sp."""
@@ -138,18 +142,25 @@ class UnwindContext:
         except Exception:
             return None
 
-    def broken_rbp_reason(self, saved_rbp: int, slot: int, caller_pc: int) -> str:
-        """Why the caller's rbp cannot be right, or "" when it may be.
+    @property
+    def fp(self) -> Optional[int]:
+        """This frame's frame-pointer register (rbp, x29), None when unknown."""
+        return self.register(self.arch.fp)
 
-        A saved rbp off the stack is normal when the caller uses rbp as a plain register;
-        it is a broken chain when the caller keeps a frame pointer in it."""
+    def broken_rbp_reason(self, saved_rbp: int, slot: int, caller_pc: int) -> str:
+        """Why the caller's frame pointer cannot be right, or "" when it may be.
+
+        A saved frame pointer off the stack is normal when the caller uses that register
+        as a plain one; it is a broken chain when the caller keeps a frame pointer in
+        it."""
         if saved_rbp == 0 or self.is_stack_address(saved_rbp):
             return ""
         start = self.function_start_of(caller_pc - 1)
         if start is None:
             return ""
         code = self.memory.try_read(start, 8)
-        if code is None or not starts_frame_pointer(code):
+        if code is None or not self.arch.starts_frame_pointer(code):
             return ""
-        return (f"frame pointer chain broken: saved rbp {saved_rbp:#x} at {slot:#x} is not "
-                f"on the stack, and the caller keeps its frame pointer in rbp")
+        fp = self.arch.fp
+        return (f"frame pointer chain broken: saved {fp} {saved_rbp:#x} at {slot:#x} is not "
+                f"on the stack, and the caller keeps its frame pointer in {fp}")

@@ -12,7 +12,6 @@ from typing import Optional
 from ..model import UnwindMethod, Unwound
 from .context import UnwindContext
 from .prologue import find_function_start
-from .x86_64 import CALLEE_SAVED
 
 SCAN_WORDS = 1024
 
@@ -33,7 +32,7 @@ def unwind_entry_record(ctx: UnwindContext) -> Optional[Unwound]:
             continue
         # The trampoline restores what it pushed itself; what it did not push (rbp,
         # often) is still the caller's unless this code is a trace that keeps nothing.
-        saved = {} if ctx.in_trace() else ctx.passed_through(CALLEE_SAVED)
+        saved = {} if ctx.in_trace() else ctx.passed_through(ctx.arch.callee_saved)
         return Unwound(method=UnwindMethod.ENTRY_RECORD, caller_pc=value, caller_sp=slot + 8,
                        cfa=slot + 8, frame_start=ctx.function_start(), saved=saved)
     return None

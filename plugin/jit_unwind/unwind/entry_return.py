@@ -26,7 +26,7 @@ MAX_SCAN_WORDS = 512  # a trace's own frame: spills of a few stencils
 
 
 def unwind_entry_return(ctx: UnwindContext) -> Optional[Unwound]:
-    rbp = ctx.register("rbp")
+    rbp = ctx.fp
     if rbp is None or rbp % 8 or not ctx.sp < rbp <= ctx.sp + MAX_SCAN_WORDS * 8:
         return None
     for slot, value in ctx.stack_words((rbp - ctx.sp) // 8):
@@ -35,5 +35,5 @@ def unwind_entry_return(ctx: UnwindContext) -> Optional[Unwound]:
         if caller_frame_pointer(ctx, value, slot + 8) == rbp:
             return Unwound(method=UnwindMethod.ENTRY_RETURN, caller_pc=value, caller_sp=slot + 8,
                            cfa=slot + 8, frame_start=ctx.function_start(),
-                           saved={"rbp": rbp})
+                           saved={ctx.arch.fp: rbp})
     return None

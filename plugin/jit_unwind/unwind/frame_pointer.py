@@ -1,15 +1,14 @@
-"""Unwind a JIT frame that keeps a frame pointer: [rbp] = caller's rbp, [rbp+8] = return."""
+"""Unwind a JIT frame that keeps a frame pointer: [fp] = caller's fp, [fp+8] = return
+(rbp on x86-64, x29 on aarch64: the same frame record)."""
 
 from typing import Optional
 
 from ..model import UnwindMethod, Unwound
 from .context import UnwindContext
 
-PASSED_THROUGH = ("rbx", "r12", "r13", "r14", "r15")
-
 
 def unwind_frame_pointer(ctx: UnwindContext) -> Optional[Unwound]:
-    rbp = ctx.register("rbp")
+    rbp = ctx.fp
     if rbp is None or rbp % 8 or rbp < ctx.sp or not ctx.is_stack_address(rbp):
         return None
     record = ctx.memory.try_read(rbp, 16)  # saved rbp and return address: one read
@@ -17,14 +16,14 @@ def unwind_frame_pointer(ctx: UnwindContext) -> Optional[Unwound]:
     if record is None or not ctx.plausible_caller_sp(caller_sp):
         return None
     saved_rbp = int.from_bytes(record[:8], "little")
-    caller_pc = int.from_bytes(record[8:], "little")
+    caller_pc = ctx.arch.code_address(int.from_bytes(record[8:], "little"))
     if not ctx.is_return_address(caller_pc) and not planted_return(ctx, caller_pc, saved_rbp):
         return None
     reason = ctx.broken_rbp_reason(saved_rbp, rbp, caller_pc)
     if reason:
         return Unwound(method=UnwindMethod.FRAME_POINTER, cfa=caller_sp,
                        frame_start=ctx.function_start(), stop_reason=reason)
-    saved = {"rbp": saved_rbp, **ctx.passed_through(PASSED_THROUGH)}
+    saved = {ctx.arch.fp: saved_rbp, **ctx.passed_through(ctx.arch.passed_through)}
     return Unwound(method=UnwindMethod.FRAME_POINTER, caller_pc=caller_pc, caller_sp=caller_sp,
                    cfa=caller_sp, frame_start=ctx.function_start(), saved=saved)
 
@@ -56,7 +55,7 @@ def chain_holds(ctx: UnwindContext, rbp: int) -> bool:
         record = ctx.memory.try_read(rbp, 16)
         if record is None:
             return False
-        address = int.from_bytes(record[8:], "little")
+        address = ctx.arch.code_address(int.from_bytes(record[8:], "little"))
         if ctx.is_return_address(address):
             return True
         if not ctx.regions.is_executable(address):
@@ -87,7 +86,6 @@ def unwind_chained_frame_pointer(ctx: UnwindContext) -> Optional[Unwound]:
     result = unwind_frame_pointer(ctx)
     if result is None or result.ends_walk:
         return None
-    rbp = ctx.register("rbp")
-    if not chain_holds(ctx, result.saved["rbp"]) or skips_return_address(ctx, rbp):
+    if not chain_holds(ctx, result.saved[ctx.arch.fp]) or skips_return_address(ctx, ctx.fp):
         return None
     return result

@@ -11,7 +11,7 @@ import io
 from typing import Dict, List, Optional, Tuple
 
 from ..model import UnwindMethod, Unwound
-from .cfi import CALLEE_SAVED, OUTERMOST, caller_registers
+from .cfi import OUTERMOST, caller_registers
 from .context import UnwindContext
 
 MAX_TABLES = 4096
@@ -83,18 +83,21 @@ def unwind_jitdump_cfi(ctx: UnwindContext) -> Optional[Unwound]:
     record, row = _record_and_row(ctx)
     if row is None:
         return None
-    registers = {"rsp": ctx.sp, "rip": ctx.pc}
-    for name in CALLEE_SAVED:
+    arch = ctx.arch
+    registers = {arch.sp: ctx.sp, arch.pc: ctx.pc}
+    names = arch.callee_saved if arch.link_register is None \
+        else (*arch.callee_saved, arch.link_register)
+    for name in names:
         value = ctx.register(name)
         if value is not None:
             registers[name] = value
-    caller = caller_registers(ctx.memory, row, registers)
+    caller = caller_registers(ctx.memory, row, registers, arch)
     if caller is None:
         return None
     if caller is OUTERMOST or not caller:
         return Unwound(method=UnwindMethod.JITDUMP_CFI, frame_start=record.start,
                        stop_reason="the JIT's unwind table says this frame has no caller")
-    caller_pc, caller_sp = caller.pop("rip"), caller.pop("rsp")
+    caller_pc, caller_sp = caller.pop(arch.pc), caller.pop(arch.sp)
     if not ctx.regions.is_executable(caller_pc):
         return None
     return Unwound(method=UnwindMethod.JITDUMP_CFI, caller_pc=caller_pc, caller_sp=caller_sp,

@@ -11,13 +11,10 @@ from ..model import CodeKind, UnwindMethod, Unwound
 from ..target import MemoryReadError
 from .caller_frame import caller_frame_pointer
 from .context import UnwindContext
-from .x86_64 import CALLEE_SAVED, DecodeError, PrologueState, decode_prologue
+from .x86_64 import PrologueState
 
 MAX_PROLOGUE = 4096   # bytes decoded from a known function start
 SEARCH_WINDOW = 128   # bytes searched backwards for an unknown start
-ENDBR64 = b"\xf3\x0f\x1e\xfa"
-# Bytes that end a function or pad between functions: a start may follow them.
-FUNCTION_END = (0xC3, 0xCC)
 
 
 def _known_start(ctx: UnwindContext, symbol) -> bool:
@@ -32,8 +29,8 @@ def decode_from(ctx: UnwindContext, start: int, pc: int) -> Optional[PrologueSta
     try:
         # At the first instruction nothing ran; GDB 18 refuses a read of 0 bytes.
         code = ctx.memory.read(start, pc - start) if pc > start else b""
-        return decode_prologue(code, start, pc)
-    except (MemoryReadError, DecodeError):
+        return ctx.arch.decode_prologue(code, start, pc)
+    except (MemoryReadError, ctx.arch.decode_error):
         return None
 
 
@@ -77,7 +74,8 @@ def search_function_start(ctx: UnwindContext, pc: int) -> Optional[Tuple[int, Pr
     reaches ``pc`` exactly.  Only anchored starts count (an ``endbr64``, the start of the
     region, or right after a ``ret``/``int3``); the furthest such start wins, since a
     shorter decode could begin inside the real prologue.  A start that a perf map or a
-    runtime names is used as it is."""
+    runtime names is used as it is (the anchors and ends are the architecture's:
+    ``endbr64``, ``ret``/``int3`` on x86-64)."""
     symbol = ctx.regions.symbol_at(pc - 1)
     if _known_start(ctx, symbol):
         state = decode_from(ctx, symbol.start, pc)
@@ -88,17 +86,20 @@ def search_function_start(ctx: UnwindContext, pc: int) -> Optional[Tuple[int, Pr
         window = ctx.memory.read(low, pc - low)
     except MemoryReadError:
         return None
+    arch = ctx.arch
     best = None
     for offset in range(len(window) - 1, -1, -1):
         start = low + offset
-        anchored = (window.startswith(ENDBR64, offset)
+        if start % arch.instruction_alignment:
+            continue
+        anchored = (any(window.startswith(anchor, offset) for anchor in arch.anchors)
                     or (region is not None and start == region.start)
-                    or (offset > 0 and window[offset - 1] in FUNCTION_END))
+                    or arch.function_ends(window, offset))
         if not anchored:
             continue
         try:
-            state = decode_prologue(window[offset:], start, pc)
-        except DecodeError:
+            state = arch.decode_prologue(window[offset:], start, pc)
+        except arch.decode_error:
             continue
         best = (start, state)
     return best
@@ -130,46 +131,68 @@ def unwind_prologue_search(ctx: UnwindContext) -> Optional[Unwound]:
 
 def unwind_with_prologue(ctx: UnwindContext, state: PrologueState, start: int,
                          method: str) -> Optional[Unwound]:
-    """Caller registers from a decoded prologue: return address at entry sp."""
+    """Caller registers from a decoded prologue: the return address at the entry sp
+    (x86-64), or where the code saved the link register, or still in it (aarch64)."""
+    arch = ctx.arch
     entry_sp = ctx.sp + state.depth
-    words = _read_words(ctx, entry_sp, state.saved)
-    caller_pc = words.get(0)
-    caller_sp = entry_sp + 8
+    link = arch.link_register
+    saved_slots = {name: offset for name, offset in state.saved.items() if name != link}
+    words = _read_words(ctx, entry_sp, saved_slots, state.saved.get(link, 0))
+    caller_pc = _return_address(ctx, state, words)
+    caller_sp = arch.caller_sp_at_entry(entry_sp)
     if caller_pc is None or not ctx.plausible_caller_sp(caller_sp):
         return None
     if not ctx.regions.is_executable(caller_pc):
         return None
     saved = {}
-    for name, offset in state.saved.items():
+    for name, offset in saved_slots.items():
         value = words.get(offset)
         if value is not None:
             saved[name] = value
-    if "rbp" in saved:
-        reason = ctx.broken_rbp_reason(saved["rbp"], entry_sp + state.saved["rbp"], caller_pc)
+    fp = arch.fp
+    if fp in saved:
+        reason = ctx.broken_rbp_reason(saved[fp], entry_sp + state.saved[fp], caller_pc)
         if reason:
             return Unwound(method=method, frame_start=start, cfa=caller_sp, stop_reason=reason)
     # Callee-saved registers this code neither saved nor wrote still hold the caller's
     # values (the C calling convention these functions are entered with).
-    for name in CALLEE_SAVED:
+    for name in arch.callee_saved:
         if name not in saved and name not in state.clobbered:
             value = ctx.register(name)
             if value is not None:
                 saved[name] = value
-    if "rbp" not in saved and "rbp" not in state.clobbered:
+    if fp not in saved and fp not in state.clobbered:
         # Neither saved here nor known in this frame: the code this frame called kept
         # nothing (a JIT trace).  The caller's own prologue tells where its rbp was.
         rbp = caller_frame_pointer(ctx, caller_pc, caller_sp)
         if rbp is not None:
-            saved["rbp"] = rbp
+            saved[fp] = rbp
     return Unwound(method=method, caller_pc=caller_pc, caller_sp=caller_sp, cfa=caller_sp,
                    frame_start=start, saved=saved)
 
 
-def _read_words(ctx: UnwindContext, entry_sp: int, saved) -> dict:
-    """offset -> the word at ``entry_sp + offset``, for the return address (offset 0)
-    and the slots in ``saved``; one read of the whole frame where it is readable,
-    else word by word (an unreadable word is left out)."""
-    offsets = [0, *saved.values()]
+def _return_address(ctx: UnwindContext, state: PrologueState, words: dict) -> Optional[int]:
+    """The return address: pushed at the entry sp (x86-64); saved from the link
+    register by the decoded code, or still in it when the code neither saved nor
+    overwrote it and this is the frame the stop interrupted (aarch64)."""
+    link = ctx.arch.link_register
+    if link is None:
+        return words.get(0)
+    if link in state.saved:
+        value = words.get(state.saved[link])
+        return ctx.arch.code_address(value) if value is not None else None
+    if not ctx.innermost or link in state.clobbered or state.calls:
+        return None  # a call since the entry replaced it
+    value = ctx.register(link)
+    return ctx.arch.code_address(value) if value is not None else None
+
+
+def _read_words(ctx: UnwindContext, entry_sp: int, saved, return_slot: int = 0) -> dict:
+    """offset -> the word at ``entry_sp + offset``, for the return address's slot
+    (``return_slot``; offset 0, where a call pushes it) and the slots in ``saved``; one
+    read of the whole frame where it is readable, else word by word (an unreadable word
+    is left out)."""
+    offsets = [return_slot, *saved.values()]
     low, high = min(offsets), max(offsets) + 8
     block = ctx.memory.try_read(entry_sp + low, high - low) if high - low <= 4096 else None
     if block is not None:

@@ -26,6 +26,7 @@ class EntryFrame:
     library: str  # the file name of the runtime's library, where the symbol is
     return_address_variable: str  # symbol of a pointer to the return address
     saved: Tuple[Tuple[str, int], ...]  # register, offset from the entry frame's rbp
+    arch: str = "x86-64"  # the processor the runtime generated this entry code for
 
 
 ENTRY_FRAMES = (
@@ -46,6 +47,8 @@ def _entry_returns(ctx: UnwindContext) -> Tuple[Tuple[int, EntryFrame], ...]:
     if known is None:
         found = []
         for entry in ENTRY_FRAMES:
+            if entry.arch != ctx.arch.name:
+                continue
             mappings = [m for m in ctx.regions.mappings.items
                         if m.path.rsplit("/", 1)[-1] == entry.library]
             variable = symbol_address(mappings, entry.return_address_variable,
@@ -61,7 +64,7 @@ def unwind_runtime_entry(ctx: UnwindContext) -> Optional[Unwound]:
     """The native caller of a runtime's entry frame, with the registers the entry code
     saved; None for any other frame."""
     entry = next((e for address, e in _entry_returns(ctx) if address == ctx.pc), None)
-    rbp = ctx.register("rbp")
+    rbp = ctx.fp
     if entry is None or rbp is None or rbp % 8 or not ctx.is_stack_address(rbp):
         return None
     low = min(offset for _name, offset in entry.saved)
@@ -75,7 +78,7 @@ def unwind_runtime_entry(ctx: UnwindContext) -> Optional[Unwound]:
     caller_pc, caller_sp = word(8), rbp + 16
     if not ctx.is_return_address(caller_pc):
         return None
-    saved = {"rbp": word(0), **{name: word(offset) for name, offset in entry.saved}}
+    saved = {ctx.arch.fp: word(0), **{name: word(offset) for name, offset in entry.saved}}
     return Unwound(method=UnwindMethod.ENTRY_RECORD, caller_pc=caller_pc,
                    caller_sp=caller_sp, cfa=caller_sp, frame_start=ctx.function_start(),
                    saved=saved)

@@ -6,7 +6,6 @@ from ..model import UnwindMethod, Unwound
 from .cfi import OUTERMOST, cfi_rsp_caller
 from .context import UnwindContext
 from .frame_pointer import chain_holds, planted_return
-from .x86_64 import CALLEE_SAVED
 
 SCAN_WORDS = 2048
 
@@ -23,10 +22,10 @@ def unwind_stack_scan(ctx: UnwindContext) -> Optional[Unwound]:
                 # Registers as this frame has them: right for code that keeps the C
                 # calling convention, and without rbp GDB could not unwind a caller
                 # whose CFA is rbp-based at all.
-                saved = ctx.passed_through(CALLEE_SAVED)
-                pushed = _rbp_pushed_below(ctx, slot, saved.get("rbp"))
+                saved = ctx.passed_through(ctx.arch.callee_saved)
+                pushed = _rbp_pushed_below(ctx, slot, saved.get(ctx.arch.fp))
                 if pushed is not None:
-                    saved["rbp"] = pushed
+                    saved[ctx.arch.fp] = pushed
             return Unwound(method=UnwindMethod.STACK_SCAN, caller_pc=value, caller_sp=caller_sp,
                            cfa=caller_sp, frame_start=ctx.function_start(), guess=True,
                            saved=saved)
@@ -84,11 +83,11 @@ def _stale(ctx: UnwindContext, value: int, caller_sp: int) -> bool:
     if mapping is None or mapping.anonymous or ctx.regions.jit_region_at(value - 1):
         return False
     caller = cfi_rsp_caller(ctx.memory, ctx.regions.mappings.items, mapping.path, value,
-                            caller_sp)
+                            caller_sp, ctx.arch)
     if caller is None or caller is OUTERMOST:
         return False
-    rip = caller["rip"]
-    if not (ctx.plausible_caller_sp(caller["rsp"]) and caller["rsp"] > caller_sp) \
+    rip = caller[ctx.arch.pc]
+    if not (ctx.plausible_caller_sp(caller[ctx.arch.sp]) and caller[ctx.arch.sp] > caller_sp) \
             or not ctx.regions.is_executable(rip - 1):
         return True
     # Code the memory lacks (a core without the file's text) proves nothing.

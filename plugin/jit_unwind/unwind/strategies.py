@@ -13,7 +13,6 @@ from .prologue import (known_start_applies, prologue_search_applies, unwind_know
                        unwind_prologue_search)
 from .runtime_entries import unwind_runtime_entry
 from .stack_scan import unwind_stack_scan
-from .x86_64 import starts_frame_pointer
 
 Strategy = Callable[[UnwindContext], Optional[Unwound]]
 
@@ -100,10 +99,10 @@ def kept_frame_pointer_applies(ctx: UnwindContext) -> bool:
     that setup (per pc)."""
     start = ctx.function_start()
     code = ctx.memory.try_read(start, 8) if start is not None else None
-    if code is None or not starts_frame_pointer(code):
+    setup = ctx.arch.frame_pointer_setup(code) if code is not None else None
+    if setup is None:
         return False
-    setup = 8 if code.startswith(b"\xf3\x0f\x1e\xfa") else 4  # [endbr64;] push; mov
-    return ctx.pc >= start + setup  # before it, rbp is not this frame's yet
+    return ctx.pc >= start + setup  # before it, the frame pointer is not this frame's yet
 
 
 def unwind_kept_frame_pointer(ctx: UnwindContext) -> Optional[Unwound]:
@@ -141,10 +140,10 @@ def unwind_nocfi_frame(ctx: UnwindContext) -> Optional[Unwound]:
 
 
 def _with_caller_frame_pointer(ctx: UnwindContext, result: Unwound) -> Unwound:
-    """A caller found without its rbp (above a trace, or by a scan) gets it from its own
-    prologue when it keeps a frame pointer: GDB needs rbp for such a caller's CFA."""
-    if "rbp" not in result.saved:
+    """A caller found without its frame pointer (above a trace, or by a scan) gets it
+    from its own prologue when it keeps one: GDB needs it for such a caller's CFA."""
+    if ctx.arch.fp not in result.saved:
         rbp = caller_frame_pointer(ctx, result.caller_pc, result.caller_sp)
         if rbp is not None:
-            result.saved["rbp"] = rbp
+            result.saved[ctx.arch.fp] = rbp
     return result

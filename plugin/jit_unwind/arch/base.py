@@ -1,0 +1,71 @@
+"""The description of one processor the unwinder works on (see the package's doc)."""
+
+from dataclasses import dataclass
+from typing import Callable, Dict, Optional, Tuple
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """``pc``/``sp``/``fp``: the names the debuggers give the program counter, stack
+    pointer and frame pointer.  ``link_register``: where a call leaves the return
+    address (aarch64's x30), None where the call pushes it (x86-64).  A frame record at
+    fp holds the caller's fp and the return address, one word each.
+    ``callee_saved``: the general registers a function returns as it found them,
+    fp included (not the link register: every call overwrites it).
+    ``dwarf_registers``: DWARF number -> name; ``return_address_column`` the CFI
+    column of the return address.
+
+    Decoding: ``call_before(bytes)`` tells whether the ``call_window`` bytes before a
+    return address end with a call; ``code_address`` strips what is not address in a
+    saved return address (pointer authentication); ``frame_pointer_setup(bytes)`` is the
+    length of the frame-pointer set-up a function starts with (None when it starts
+    otherwise); ``decode_prologue(code, start, stop)`` simulates a function's straight
+    start up to ``stop`` (raises ``decode_error``), ``decode_frame_setup(code)`` its
+    frame set-up alone; ``anchors``/``function_ends`` tell where a function may start
+    when a search goes backwards from a pc.
+    """
+
+    name: str
+    pc: str
+    sp: str
+    fp: str
+    link_register: Optional[str]
+    callee_saved: Tuple[str, ...]
+    dwarf_registers: Dict[int, str]
+    return_address_column: int
+    call_window: int
+    call_before: Callable[[bytes], bool]
+    code_address: Callable[[int], int]
+    frame_pointer_setup: Callable[[bytes], Optional[int]]
+    decode_prologue: Callable
+    decode_frame_setup: Callable
+    decode_error: type
+    instruction_alignment: int
+    anchors: Tuple[bytes, ...]
+    function_ends: Callable[[bytes, int], bool]
+    debugger_names: Tuple[str, ...]
+    elf_machine: int
+
+    @property
+    def passed_through(self) -> Tuple[str, ...]:
+        """Callee-saved registers a frame hands its caller unchanged unless it saved
+        them (the frame pointer has its own rule, the return address is no register
+        a caller keeps)."""
+        return tuple(name for name in self.callee_saved if name != self.fp)
+
+    @property
+    def return_address_pushed(self) -> bool:
+        """True where a call pushes the return address: the caller's sp is then one
+        word above the callee's entry sp."""
+        return self.link_register is None
+
+    def starts_frame_pointer(self, code: bytes) -> bool:
+        """True if ``code`` (a function's first bytes) sets up a frame pointer first."""
+        return self.frame_pointer_setup(code) is not None
+
+    def caller_sp_at_entry(self, entry_sp: int) -> int:
+        """The caller's sp, from the sp at the callee's first instruction."""
+        return entry_sp + 8 if self.return_address_pushed else entry_sp
+
+    def __repr__(self) -> str:
+        return f"<Architecture {self.name}>"
