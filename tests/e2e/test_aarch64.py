@@ -1,0 +1,153 @@
+"""aarch64 through qemu-user and gdb-multiarch: the toy JIT for aarch64 and Debian's arm64
+python3.11, on qemu's core files and live through qemu's gdb stub.
+
+What holds before jit-unwind unwinds aarch64: the plugin loads into gdb-multiarch without
+a Python error, and its backtrace keeps every frame GDB finds on its own.
+"""
+
+import re
+from pathlib import Path
+from typing import Dict, List
+
+import pytest
+
+from tests import aarch64
+from tests.support import assert_no_python_failure, parse_backtrace
+
+SHOW_METHOD = "set jit-unwind show-method on"
+# The toy JIT's stops: each frameless level runs through the 3.14-shaped entry shim;
+# "leaf" stops in a JIT leaf function on brk #0, x30 still holding its return address.
+TOYJIT_CASES: Dict[str, List[str]] = {
+    "fp": ["fp", "2", "sigtrap"],
+    "frameless": ["frameless", "2", "sigtrap"],
+    "mixed": ["mixed", "3", "sigtrap"],
+    "leaf": ["mixed", "2", "leaf"],
+}
+PYTHON_SCRIPT = """\
+import os, signal
+def inner(n):
+    os.kill(os.getpid(), signal.SIGTRAP)
+def middle(n):
+    return inner(n + 1)
+def outer():
+    return middle(1)
+outer()
+"""
+_PC = re.compile(r"^#\d+\s+(0x[0-9a-f]+) in ", re.M)
+
+
+@pytest.fixture(scope="session")
+def aarch64_fixtures():
+    aarch64.ensure_fixtures()
+
+
+@pytest.fixture(scope="session")
+def toyjit_cores(aarch64_fixtures, tmp_path_factory):
+    """One qemu core per case of TOYJIT_CASES (and of the PIE build), made once."""
+    directory = tmp_path_factory.mktemp("aarch64-cores")
+    cores = {name: aarch64.run_to_core([aarch64.TOYJIT, *args], directory)
+             for name, args in TOYJIT_CASES.items()}
+    cores["mixed-pie"] = aarch64.run_to_core([aarch64.TOYJIT_PIE, *TOYJIT_CASES["mixed"]],
+                                             directory)
+    yield cores
+    for core in cores.values():
+        core.unlink(missing_ok=True)
+
+
+@pytest.fixture(scope="session")
+def python311_core(aarch64_fixtures, tmp_path_factory):
+    directory = tmp_path_factory.mktemp("aarch64-python")
+    script = directory / "sigtrap.py"
+    script.write_text(PYTHON_SCRIPT)
+    core = aarch64.run_to_core([aarch64.PYTHON311, script], directory)
+    yield core
+    core.unlink(missing_ok=True)
+
+
+def pcs(output: str) -> List[str]:
+    return _PC.findall(output)
+
+
+def assert_plugin_keeps_gdbs_frames(plain: str, with_plugin: str, same_run: bool = True) -> None:
+    """The plugin loaded (its setting exists, no Python error) and its backtrace has at
+    least the frames GDB's own has, from the same innermost pc (``same_run``: the same
+    core; two live runs may map libraries elsewhere, so only the offset in the page is
+    the same)."""
+    assert_no_python_failure(with_plugin)
+    assert "Undefined" not in with_plugin, with_plugin
+    ours, gdbs = parse_backtrace(with_plugin), parse_backtrace(plain)
+    assert gdbs, plain
+    assert len(ours) >= len(gdbs), f"without the plugin:\n{plain}\nwith it:\n{with_plugin}"
+    ours_pc, gdbs_pc = int(pcs(with_plugin)[0], 16), int(pcs(plain)[0], 16)
+    if same_run:
+        assert ours_pc == gdbs_pc, with_plugin
+    else:
+        assert ours_pc % 4096 == gdbs_pc % 4096, with_plugin
+
+
+def toyjit_program(case: str) -> Path:
+    return aarch64.TOYJIT_PIE if case.endswith("-pie") else aarch64.TOYJIT
+
+
+@pytest.mark.parametrize("case", [*TOYJIT_CASES, "mixed-pie"])
+def test_toyjit_core_backtrace_with_the_plugin_keeps_gdbs_frames(toyjit_cores, case):
+    program, core = toyjit_program(case), toyjit_cores[case]
+    plain = aarch64.gdb_core(program, core, ["bt"], plugin=False)
+    with_plugin = aarch64.gdb_core(program, core, [SHOW_METHOD, "bt", "info jit-regions"])
+    assert_plugin_keeps_gdbs_frames(plain, with_plugin)
+    assert "Program terminated with signal SIGTRAP" in plain, plain
+
+
+@pytest.mark.parametrize("case", ["fp", "frameless", "mixed"])
+def test_gdb_alone_reaches_the_innermost_jit_frame_of_a_non_pie_core(toyjit_cores, case):
+    """The sysroot and the non-PIE build give GDB libc, toy_stop and jit_callback; the
+    JIT frame after them is where GDB's own unwinding gives up."""
+    plain = aarch64.gdb_core(aarch64.TOYJIT, toyjit_cores[case], ["bt"], plugin=False)
+    names = [frame.function for frame in parse_backtrace(plain)]
+    assert "raise" in names, plain
+    assert names.index("jit_callback") == names.index("toy_stop") + 1, plain
+
+
+def test_leaf_core_stops_in_the_jit_leaf(toyjit_cores):
+    """STOP leaf: the signal is the leaf's brk #0, in anonymous memory; the plugin names
+    that frame as JIT code."""
+    plain = aarch64.gdb_core(aarch64.TOYJIT, toyjit_cores["leaf"], ["bt"], plugin=False)
+    assert "Program terminated with signal SIGTRAP" in plain, plain
+    assert parse_backtrace(plain)[0].function == "??", plain
+    with_plugin = aarch64.gdb_core(aarch64.TOYJIT, toyjit_cores["leaf"], ["bt"])
+    assert parse_backtrace(with_plugin)[0].function.startswith("[jit 0x"), with_plugin
+
+
+@pytest.mark.parametrize("case", list(TOYJIT_CASES))
+def test_toyjit_live_backtrace_with_the_plugin_keeps_gdbs_frames(aarch64_fixtures, case):
+    program = [aarch64.TOYJIT, *TOYJIT_CASES[case]]
+    plain = aarch64.gdb_live(program, ["bt"], plugin=False)
+    with_plugin = aarch64.gdb_live(program, [SHOW_METHOD, "bt", "info jit-regions"])
+    for output in (plain, with_plugin):
+        assert "Program received signal SIGTRAP" in output, output
+    assert_plugin_keeps_gdbs_frames(plain, with_plugin, same_run=False)
+
+
+def test_live_through_qemu10_serves_the_memory_map(aarch64_fixtures):
+    """qemu 10's stub serves /proc/PID/maps: the JIT code's anonymous executable
+    mappings are listed next to the toy JIT's own."""
+    output = aarch64.gdb_live([aarch64.TOYJIT, *TOYJIT_CASES["mixed"]],
+                              ["info proc mappings"], plugin=False)
+    assert str(aarch64.TOYJIT.resolve()) in output, output
+    anonymous_code = re.findall(r"^\s*0x[0-9a-f]+\s+0x[0-9a-f]+\s+0x[0-9a-f]+\s+0x0\s+r-xp\s*$",
+                                output, re.M)
+    assert len(anonymous_code) >= 2, output  # the functions' page and the trampoline's
+
+
+def test_python311_core(python311_core):
+    """Debian's stripped arm64 python3.11: GDB reaches _start through its exported
+    functions; the plugin keeps those frames, and py-mixed-bt runs without an error."""
+    program = aarch64.PYTHON311
+    plain = aarch64.gdb_core(program, python311_core, ["bt"], plugin=False)
+    names = [frame.function for frame in parse_backtrace(plain)]
+    assert names[0] == "kill" and names[-1] == "_start", plain
+    assert "_PyEval_EvalFrameDefault" in names and "Py_BytesMain" in names, plain
+    with_plugin = aarch64.gdb_core(program, python311_core,
+                                   ["bt", "py-mixed-bt", "info jit-regions"])
+    assert_plugin_keeps_gdbs_frames(plain, with_plugin)
+    assert "Thread 1" in with_plugin, with_plugin
