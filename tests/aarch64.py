@@ -7,29 +7,34 @@ use: the sysroot of Debian's arm64 libc and python3.11 and a qemu 10 in the cach
 - ``run_to_core``: run a program under qemu-aarch64 until a fatal signal; qemu writes
   ``qemu_PROG_DATE-TIME_PID.core`` in the working directory (Debian's qemu 7.2 also
   writes an x86 ``core`` of itself, which is deleted).
-- ``gdb_core``: gdb-multiarch on such a core, with the sysroot, with or without the plugin.
+- ``gdb_core``: GDB on such a core, with the sysroot, with or without the plugin.
 Both run qemu without the host's address randomization (``setarch -R``).
 
 - ``gdb_live``: qemu's gdb stub (``qemu-aarch64 -g PORT``; qemu 10 by default, as only
   its stub serves /proc files such as the memory map) with gdb-multiarch attached
   through ``target remote``; it continues to the program's stop, runs the commands and
   kills the program.  The qemu process never outlives the call.
+
+Both GDBs of the tests read aarch64 (``GDBS``): Debian's gdb-multiarch (13) and
+gdb-for-pwndbg's GDB 18, which is built for every architecture.
 """
 
 import os
+import re
 import socket
 import subprocess
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Optional, Sequence
+from typing import Dict, Iterator, Optional, Sequence
 
-from tests.support import BUILD, REPO, run_gdb
+from tests.support import BUILD, GDB_BINARIES, REPO, run_gdb
 
 CACHE = Path(os.environ.get("JIT_UNWIND_CACHE", Path.home() / ".cache" / "jit-unwind"))
 SYSROOT = CACHE / "aarch64-sysroot"
 QEMU7 = Path("/usr/bin/qemu-aarch64")      # Debian 12's: its cores are what gdb reads
 QEMU10 = CACHE / "qemu10" / "qemu-aarch64"  # bookworm-backports': its stub serves /proc
 GDB_MULTIARCH = Path("/usr/bin/gdb-multiarch")
+GDBS: Dict[str, Path] = {"gdb13": GDB_MULTIARCH, "gdb18": GDB_BINARIES["gdb18"]}
 PYTHON311 = SYSROOT / "usr" / "bin" / "python3.11"
 TOYJIT = BUILD / "aarch64" / "toyjit"
 TOYJIT_PIE = BUILD / "aarch64" / "toyjit-pie"
@@ -46,8 +51,8 @@ def ensure_fixtures() -> None:
     result = subprocess.run(["make", "-s", "aarch64-fixtures"], cwd=REPO, capture_output=True,
                             text=True, timeout=600, stdin=subprocess.DEVNULL)
     assert result.returncode == 0, f"make aarch64-fixtures failed:\n{result.stdout}{result.stderr}"
-    for path in (GDB_MULTIARCH, QEMU7, QEMU10, PYTHON311, TOYJIT, TOYJIT_PIE):
-        assert path.exists(), f"{path} is missing: run `make apt-deps aarch64-fixtures`"
+    for path in (*GDBS.values(), QEMU7, QEMU10, PYTHON311, TOYJIT, TOYJIT_PIE):
+        assert path.exists(), f"{path} is missing: run `make apt-deps venv aarch64-fixtures`"
 
 
 def run_to_core(program: Sequence, directory: Path, qemu: Path = QEMU7) -> Path:
@@ -66,9 +71,16 @@ def run_to_core(program: Sequence, directory: Path, qemu: Path = QEMU7) -> Path:
     return cores[0]
 
 
-def gdb_core(program: Path, core: Path, commands: Sequence[str], plugin: bool = True) -> str:
-    """What gdb-multiarch printed for ``commands`` on ``core`` of ``program``."""
-    return run_gdb(GDB_MULTIARCH, commands, [program], core=core, plugin=plugin,
+def core_pid(core: Path) -> int:
+    """The process id in the name qemu gives its core (qemu_PROG_DATE-TIME_PID.core),
+    which is the one in /tmp/perf-PID.map."""
+    return int(re.search(r"_(\d+)\.core$", core.name).group(1))
+
+
+def gdb_core(program: Path, core: Path, commands: Sequence[str], plugin: bool = True,
+             gdb: Path = GDB_MULTIARCH) -> str:
+    """What ``gdb`` printed for ``commands`` on ``core`` of ``program``."""
+    return run_gdb(gdb, commands, [program], core=core, plugin=plugin,
                    early=[SYSROOT_SETTING])
 
 
@@ -95,13 +107,14 @@ def qemu_gdb_stub(program: Sequence, qemu: Path = QEMU10) -> Iterator[int]:
 
 
 def gdb_live(program: Sequence, commands: Sequence[str], plugin: bool = True,
-             qemu: Path = QEMU10, stop: Sequence[str] = ("continue",),
-             early: Optional[Sequence[str]] = None) -> str:
-    """gdb-multiarch attached to ``program`` under qemu's stub: ``stop`` (by default
-    ``continue`` to the program's signal), then ``commands``, then ``kill``."""
+             gdb: Path = GDB_MULTIARCH, qemu: Path = QEMU10,
+             stop: Sequence[str] = ("continue",), early: Optional[Sequence[str]] = None) -> str:
+    """``gdb`` attached to ``program`` under qemu's stub: ``stop`` (by default
+    ``continue`` to the program's signal), then ``commands``, then ``kill``.  The
+    program's process id is in the output's ``[Inferior 1 (process PID) killed]``."""
     with qemu_gdb_stub(program, qemu) as port:
         # GDB retries a refused connection (tcp auto-retry) while qemu starts listening.
-        return run_gdb(GDB_MULTIARCH,
+        return run_gdb(gdb,
                        [f"file {program[0]}", f"target remote 127.0.0.1:{port}", *stop,
                         *commands, "kill"],
                        plugin=plugin, early=[SYSROOT_SETTING, *(early or ())])

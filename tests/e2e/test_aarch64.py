@@ -1,8 +1,9 @@
 """aarch64 through qemu-user and gdb-multiarch: the toy JIT for aarch64 and Debian's arm64
 python3.11, on qemu's core files and live through qemu's gdb stub.
 
-What holds before jit-unwind unwinds aarch64: the plugin loads into gdb-multiarch without
-a Python error, and its backtrace keeps every frame GDB finds on its own.
+What holds before jit-unwind unwinds aarch64: the plugin loads into gdb-multiarch (GDB 13)
+and GDB 18 without a Python error, and its backtrace keeps every frame GDB finds on its
+own; with a perf map, the JIT frames are named.
 """
 
 import re
@@ -22,6 +23,7 @@ TOYJIT_CASES: Dict[str, List[str]] = {
     "frameless": ["frameless", "2", "sigtrap"],
     "mixed": ["mixed", "3", "sigtrap"],
     "leaf": ["mixed", "2", "leaf"],
+    "mixed-perf-map": ["mixed", "1", "sigtrap", "--perf-map"],
 }
 PYTHON_SCRIPT = """\
 import os, signal
@@ -41,6 +43,12 @@ def aarch64_fixtures():
     aarch64.ensure_fixtures()
 
 
+@pytest.fixture(params=sorted(aarch64.GDBS))
+def agdb(request, aarch64_fixtures):
+    """Each test that takes ``agdb`` runs with gdb-multiarch (13) and with GDB 18."""
+    return aarch64.GDBS[request.param]
+
+
 @pytest.fixture(scope="session")
 def toyjit_cores(aarch64_fixtures, tmp_path_factory):
     """One qemu core per case of TOYJIT_CASES (and of the PIE build), made once."""
@@ -52,6 +60,7 @@ def toyjit_cores(aarch64_fixtures, tmp_path_factory):
     yield cores
     for core in cores.values():
         core.unlink(missing_ok=True)
+        Path(f"/tmp/perf-{aarch64.core_pid(core)}.map").unlink(missing_ok=True)
 
 
 @pytest.fixture(scope="session")
@@ -90,64 +99,89 @@ def toyjit_program(case: str) -> Path:
 
 
 @pytest.mark.parametrize("case", [*TOYJIT_CASES, "mixed-pie"])
-def test_toyjit_core_backtrace_with_the_plugin_keeps_gdbs_frames(toyjit_cores, case):
+def test_toyjit_core_backtrace_with_the_plugin_keeps_gdbs_frames(agdb, toyjit_cores, case):
     program, core = toyjit_program(case), toyjit_cores[case]
-    plain = aarch64.gdb_core(program, core, ["bt"], plugin=False)
-    with_plugin = aarch64.gdb_core(program, core, [SHOW_METHOD, "bt", "info jit-regions"])
+    plain = aarch64.gdb_core(program, core, ["bt"], plugin=False, gdb=agdb)
+    with_plugin = aarch64.gdb_core(program, core, [SHOW_METHOD, "bt", "info jit-regions"],
+                                   gdb=agdb)
     assert_plugin_keeps_gdbs_frames(plain, with_plugin)
     assert "Program terminated with signal SIGTRAP" in plain, plain
+    if case.endswith("perf-map"):
+        assert_perf_map_names(with_plugin)
+
+
+def assert_perf_map_names(output: str) -> None:
+    """The perf map of ``mixed 1 sigtrap --perf-map`` names both kinds of JIT function,
+    and GDB, given those names, gets from the fp function through call_jit into the
+    frameless one."""
+    names = [frame.function for frame in parse_backtrace(output)]
+    assert "toy::jit_fp" in names and "toy::jit_frameless" in names, output
+    assert names.index("toy::jit_frameless") > names.index("toy::jit_fp"), output
+    assert "perf-map  toy::enter_trampoline" in output, output
 
 
 @pytest.mark.parametrize("case", ["fp", "frameless", "mixed"])
-def test_gdb_alone_reaches_the_innermost_jit_frame_of_a_non_pie_core(toyjit_cores, case):
+def test_gdb_alone_reaches_the_innermost_jit_frame_of_a_non_pie_core(agdb, toyjit_cores, case):
     """The sysroot and the non-PIE build give GDB libc, toy_stop and jit_callback; the
     JIT frame after them is where GDB's own unwinding gives up."""
-    plain = aarch64.gdb_core(aarch64.TOYJIT, toyjit_cores[case], ["bt"], plugin=False)
+    plain = aarch64.gdb_core(aarch64.TOYJIT, toyjit_cores[case], ["bt"], plugin=False,
+                             gdb=agdb)
     names = [frame.function for frame in parse_backtrace(plain)]
     assert "raise" in names, plain
     assert names.index("jit_callback") == names.index("toy_stop") + 1, plain
 
 
-def test_leaf_core_stops_in_the_jit_leaf(toyjit_cores):
+def test_leaf_core_stops_in_the_jit_leaf(agdb, toyjit_cores):
     """STOP leaf: the signal is the leaf's brk #0, in anonymous memory; the plugin names
     that frame as JIT code."""
-    plain = aarch64.gdb_core(aarch64.TOYJIT, toyjit_cores["leaf"], ["bt"], plugin=False)
+    plain = aarch64.gdb_core(aarch64.TOYJIT, toyjit_cores["leaf"], ["bt"], plugin=False,
+                             gdb=agdb)
     assert "Program terminated with signal SIGTRAP" in plain, plain
     assert parse_backtrace(plain)[0].function == "??", plain
-    with_plugin = aarch64.gdb_core(aarch64.TOYJIT, toyjit_cores["leaf"], ["bt"])
+    with_plugin = aarch64.gdb_core(aarch64.TOYJIT, toyjit_cores["leaf"], ["bt"], gdb=agdb)
     assert parse_backtrace(with_plugin)[0].function.startswith("[jit 0x"), with_plugin
 
 
 @pytest.mark.parametrize("case", list(TOYJIT_CASES))
-def test_toyjit_live_backtrace_with_the_plugin_keeps_gdbs_frames(aarch64_fixtures, case):
+def test_toyjit_live_backtrace_with_the_plugin_keeps_gdbs_frames(agdb, case):
     program = [aarch64.TOYJIT, *TOYJIT_CASES[case]]
-    plain = aarch64.gdb_live(program, ["bt"], plugin=False)
-    with_plugin = aarch64.gdb_live(program, [SHOW_METHOD, "bt", "info jit-regions"])
-    for output in (plain, with_plugin):
+    outputs = []
+    try:
+        outputs.append(aarch64.gdb_live(program, ["bt"], plugin=False, gdb=agdb))
+        outputs.append(aarch64.gdb_live(program, [SHOW_METHOD, "bt", "info jit-regions"],
+                                        gdb=agdb))
+    finally:
+        for output in outputs:
+            for pid in re.findall(r"\(process (\d+)\) killed\]", output):
+                Path(f"/tmp/perf-{pid}.map").unlink(missing_ok=True)
+    plain, with_plugin = outputs
+    for output in outputs:
         assert "Program received signal SIGTRAP" in output, output
     assert_plugin_keeps_gdbs_frames(plain, with_plugin, same_run=False)
+    if case.endswith("perf-map"):
+        assert_perf_map_names(with_plugin)
 
 
-def test_live_through_qemu10_serves_the_memory_map(aarch64_fixtures):
+def test_live_through_qemu10_serves_the_memory_map(agdb):
     """qemu 10's stub serves /proc/PID/maps: the JIT code's anonymous executable
     mappings are listed next to the toy JIT's own."""
     output = aarch64.gdb_live([aarch64.TOYJIT, *TOYJIT_CASES["mixed"]],
-                              ["info proc mappings"], plugin=False)
+                              ["info proc mappings"], plugin=False, gdb=agdb)
     assert str(aarch64.TOYJIT.resolve()) in output, output
-    anonymous_code = re.findall(r"^\s*0x[0-9a-f]+\s+0x[0-9a-f]+\s+0x[0-9a-f]+\s+0x0\s+r-xp\s*$",
+    anonymous_code = re.findall(r"^\s*(?:0x[0-9a-f]+\s+){3}0x0\s+r-xp\s*$",
                                 output, re.M)
     assert len(anonymous_code) >= 2, output  # the functions' page and the trampoline's
 
 
-def test_python311_core(python311_core):
+def test_python311_core(agdb, python311_core):
     """Debian's stripped arm64 python3.11: GDB reaches _start through its exported
     functions; the plugin keeps those frames, and py-mixed-bt runs without an error."""
     program = aarch64.PYTHON311
-    plain = aarch64.gdb_core(program, python311_core, ["bt"], plugin=False)
+    plain = aarch64.gdb_core(program, python311_core, ["bt"], plugin=False, gdb=agdb)
     names = [frame.function for frame in parse_backtrace(plain)]
     assert names[0] == "kill" and names[-1] == "_start", plain
     assert "_PyEval_EvalFrameDefault" in names and "Py_BytesMain" in names, plain
     with_plugin = aarch64.gdb_core(program, python311_core,
-                                   ["bt", "py-mixed-bt", "info jit-regions"])
+                                   ["bt", "py-mixed-bt", "info jit-regions"], gdb=agdb)
     assert_plugin_keeps_gdbs_frames(plain, with_plugin)
     assert "Thread 1" in with_plugin, with_plugin
