@@ -185,3 +185,20 @@ def test_python311_core(agdb, python311_core):
                                    ["bt", "py-mixed-bt", "info jit-regions"], gdb=agdb)
     assert_plugin_keeps_gdbs_frames(plain, with_plugin)
     assert "Thread 1" in with_plugin, with_plugin
+
+
+def test_python311_live_interleaves_the_python_frames(agdb, tmp_path):
+    """Live through qemu 10's stub (which serves the memory map), the plugin finds
+    python3.11's _PyRuntime and puts the Python frames under _PyEval_EvalFrameDefault,
+    in bt and in py-mixed-bt."""
+    script = tmp_path / "sigtrap.py"
+    script.write_text(PYTHON_SCRIPT)
+    output = aarch64.gdb_live([aarch64.PYTHON311, script], ["bt", "py-mixed-bt"], gdb=agdb)
+    functions = ["inner", "middle", "outer", "<module>"]
+    lines = [f"    [py] {function} () at {script}:{line}"
+             for function, line in zip(functions, (3, 5, 7, 8))]
+    backtrace = output.split("\n#0 ", 1)[1]
+    assert "_PyEval_EvalFrameDefault ()\n" + "\n".join(lines) + "\n#" in backtrace, output
+    mixed = [f"     [py] {function} ({script}:{line})"
+             for function, line in zip(functions, (3, 5, 7, 8))]
+    assert "_PyEval_EvalFrameDefault\n" + "\n".join(mixed) + "\n" in output, output
