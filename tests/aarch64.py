@@ -19,6 +19,7 @@ Both GDBs of the tests read aarch64 (``GDBS``): Debian's gdb-multiarch (13) and
 gdb-for-pwndbg's GDB 18, which is built for every architecture.
 """
 
+import fcntl
 import os
 import re
 import socket
@@ -47,9 +48,14 @@ NO_ASLR = ["setarch", "-R"]
 
 
 def ensure_fixtures() -> None:
-    """Build and install what the aarch64 tests use (seconds when already done)."""
-    result = subprocess.run(["make", "-s", "aarch64-fixtures"], cwd=REPO, capture_output=True,
-                            text=True, timeout=600, stdin=subprocess.DEVNULL)
+    """Build and install what the aarch64 tests use (seconds when already done); one
+    pytest worker at a time."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / "aarch64-fixtures.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        result = subprocess.run(["make", "-s", "aarch64-fixtures"], cwd=REPO,
+                                capture_output=True, text=True, timeout=600,
+                                stdin=subprocess.DEVNULL)
     assert result.returncode == 0, f"make aarch64-fixtures failed:\n{result.stdout}{result.stderr}"
     for path in (*GDBS.values(), QEMU7, QEMU10, PYTHON311, TOYJIT, TOYJIT_PIE):
         assert path.exists(), f"{path} is missing: run `make apt-deps venv aarch64-fixtures`"
