@@ -106,8 +106,23 @@ def test_toyjit_core_backtrace_with_the_plugin_keeps_gdbs_frames(agdb, toyjit_co
                                    gdb=agdb)
     assert_plugin_keeps_gdbs_frames(plain, with_plugin)
     assert "Program terminated with signal SIGTRAP" in plain, plain
+    if case in ("fp", "frameless", "mixed"):
+        assert_gdb_reaches_the_innermost_jit_frame(plain)
+    if case == "leaf":
+        # The signal is the leaf's brk #0, in anonymous memory: GDB has no name for it,
+        # the plugin names it as JIT code.
+        assert parse_backtrace(plain)[0].function == "??", plain
+        assert parse_backtrace(with_plugin)[0].function.startswith("[jit 0x"), with_plugin
     if case.endswith("perf-map"):
         assert_perf_map_names(with_plugin)
+
+
+def assert_gdb_reaches_the_innermost_jit_frame(plain: str) -> None:
+    """The sysroot and the non-PIE build give GDB libc, toy_stop and jit_callback; the
+    JIT frame after them is where GDB's own unwinding gives up."""
+    names = [frame.function for frame in parse_backtrace(plain)]
+    assert "raise" in names, plain
+    assert names.index("jit_callback") == names.index("toy_stop") + 1, plain
 
 
 def assert_perf_map_names(output: str) -> None:
@@ -118,28 +133,6 @@ def assert_perf_map_names(output: str) -> None:
     assert "toy::jit_fp" in names and "toy::jit_frameless" in names, output
     assert names.index("toy::jit_frameless") > names.index("toy::jit_fp"), output
     assert "perf-map  toy::enter_trampoline" in output, output
-
-
-@pytest.mark.parametrize("case", ["fp", "frameless", "mixed"])
-def test_gdb_alone_reaches_the_innermost_jit_frame_of_a_non_pie_core(agdb, toyjit_cores, case):
-    """The sysroot and the non-PIE build give GDB libc, toy_stop and jit_callback; the
-    JIT frame after them is where GDB's own unwinding gives up."""
-    plain = aarch64.gdb_core(aarch64.TOYJIT, toyjit_cores[case], ["bt"], plugin=False,
-                             gdb=agdb)
-    names = [frame.function for frame in parse_backtrace(plain)]
-    assert "raise" in names, plain
-    assert names.index("jit_callback") == names.index("toy_stop") + 1, plain
-
-
-def test_leaf_core_stops_in_the_jit_leaf(agdb, toyjit_cores):
-    """STOP leaf: the signal is the leaf's brk #0, in anonymous memory; the plugin names
-    that frame as JIT code."""
-    plain = aarch64.gdb_core(aarch64.TOYJIT, toyjit_cores["leaf"], ["bt"], plugin=False,
-                             gdb=agdb)
-    assert "Program terminated with signal SIGTRAP" in plain, plain
-    assert parse_backtrace(plain)[0].function == "??", plain
-    with_plugin = aarch64.gdb_core(aarch64.TOYJIT, toyjit_cores["leaf"], ["bt"], gdb=agdb)
-    assert parse_backtrace(with_plugin)[0].function.startswith("[jit 0x"), with_plugin
 
 
 @pytest.mark.parametrize("case", list(TOYJIT_CASES))
