@@ -7,11 +7,13 @@ VENV := .venv
 BUILD := build
 PYTHON311 ?= $(shell command -v python3.11 || echo /usr/bin/python3)
 APT_PACKAGES := gdb gcc make python3 python3-venv python3-pyelftools python3-tabulate \
-                lldb-19 python3-lldb-19 gjs ruby luajit openjdk-17-jdk-headless nodejs
+                lldb-19 python3-lldb-19 gjs ruby luajit openjdk-17-jdk-headless nodejs \
+                qemu-user gdb-multiarch gcc-aarch64-linux-gnu libc6-arm64-cross
 FIXTURE_CFLAGS := -O0 -g -fno-omit-frame-pointer -Wall -Wextra
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint test-cpython-gdb fuzz apt-deps venv fixtures cpython-fixtures clean
+.PHONY: demo test lint test-cpython-gdb fuzz apt-deps venv fixtures cpython-fixtures clean \
+        aarch64-fixtures
 
 demo: apt-deps $(BUILD)/toyjit
 	@echo "== toy JIT: C -> JIT (frame pointer) -> C -> JIT (frameless, via trampoline) -> C, stopped by SIGTRAP"
@@ -65,7 +67,7 @@ $(VENV)/.installed: requirements-test.txt setup.cfg
 	touch $@
 
 fixtures: $(BUILD)/toyjit $(BUILD)/deepstack $(BUILD)/jitdump_jit $(BUILD)/manyjit $(BUILD)/nocfi \
-          $(BUILD)/runtimes/Hot.class cpython-fixtures
+          $(BUILD)/runtimes/Hot.class cpython-fixtures aarch64-fixtures
 
 # The CPython test interpreters of tests/jit_python.py, once per machine into
 # ~/.cache/jit-unwind: unpacked from ../shared/cpython when it has them (seconds), else
@@ -92,6 +94,22 @@ $(BUILD)/nocfi: $(NOCFI_SOURCES)
 $(BUILD)/runtimes/Hot.class: tests/fixtures/runtimes/Hot.java
 	@mkdir -p $(BUILD)/runtimes
 	javac -d $(BUILD)/runtimes $<
+
+# aarch64 under qemu-user (tests/aarch64.py): Debian's arm64 libc and python3.11 as a
+# sysroot and a qemu 10 in ~/.cache/jit-unwind (seconds, once per machine), and the toy
+# JIT for aarch64, non-PIE (qemu's cores leave out file-backed code, so a PIE is never
+# relocated in them) and PIE.
+AARCH64_CC := aarch64-linux-gnu-gcc
+aarch64-fixtures: $(BUILD)/aarch64/toyjit $(BUILD)/aarch64/toyjit-pie
+	tests/fixtures/aarch64/setup.sh
+
+$(BUILD)/aarch64/toyjit: tests/fixtures/toyjit_aarch64.c
+	@mkdir -p $(BUILD)/aarch64
+	$(AARCH64_CC) $(FIXTURE_CFLAGS) -no-pie -o $@ $<
+
+$(BUILD)/aarch64/toyjit-pie: tests/fixtures/toyjit_aarch64.c
+	@mkdir -p $(BUILD)/aarch64
+	$(AARCH64_CC) $(FIXTURE_CFLAGS) -fPIE -pie -o $@ $<
 
 clean:
 	rm -rf $(BUILD) $(VENV)
