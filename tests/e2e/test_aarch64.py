@@ -12,7 +12,7 @@ from typing import Dict, List
 
 import pytest
 
-from tests import aarch64
+from tests import aarch64, toyjit_expect
 from tests.support import assert_no_python_failure, parse_backtrace
 
 SHOW_METHOD = "set jit-unwind show-method on"
@@ -195,3 +195,50 @@ def test_python311_live_interleaves_the_python_frames(agdb, tmp_path):
     mixed = [f"     [py] {function} ({script}:{line})"
              for function, line in zip(functions, (3, 5, 7, 8))]
     assert "_PyEval_EvalFrameDefault\n" + "\n".join(mixed) + "\n" in output, output
+
+
+def expected_aarch64_frames(mode: str, depth: int, leaf: bool, perf_map: bool):
+    """(name pattern, strategy) of the toy JIT's true frames from the innermost JIT or
+    C frame to main: as on x86-64 (tests/toyjit_expect.py), but each JIT frame is
+    decoded from its function's start, found by searching back (or named by the perf
+    map); a ``leaf`` stop adds the JIT leaf the brk is in, unwound through x30."""
+    frames = toyjit_expect.expected_frames(mode, depth, perf_map)
+    if leaf:
+        frames[0] = (toyjit_expect.JIT_ANON, "prologue-search")
+    method = "prologue" if perf_map else "prologue-search"
+    return [(pattern, method if strategy else "") for pattern, strategy in frames]
+
+
+def assert_exact_aarch64_backtrace(output: str, case: str) -> None:
+    args = TOYJIT_CASES[case]
+    mode, depth, stop = args[0], int(args[1]), args[2]
+    expected = expected_aarch64_frames(mode, depth, stop == "leaf", "--perf-map" in args)
+    frames = parse_backtrace(output)
+    names = [frame.function for frame in frames]
+    first = next(index for index, name in enumerate(names)
+                 if name.startswith(("toy_stop", "[jit ")))
+    listing = "\n".join(frame.line for frame in frames)
+    inner = frames[:first]
+    assert all(not frame.function.startswith("??") or "libc" in frame.line
+               for frame in inner), listing
+    actual = frames[first:]
+    assert len(actual) == len(expected), f"expected {len(expected)} frames:\n{listing}"
+    for frame, (pattern, method) in zip(actual, expected):
+        assert re.match(pattern + r"(\s|$)", frame.function), f"{frame.line!r} !~ {pattern}"
+        if method:
+            assert f"[via {method}]" in frame.function, frame.line
+        assert "guess" not in frame.function and "unwind stopped" not in frame.function, \
+            frame.line
+
+
+@pytest.mark.parametrize("case", list(TOYJIT_CASES))
+def test_toyjit_live_unwinds_every_true_frame_to_main(agdb, case):
+    """Live through qemu's stub, bt walks the toy JIT's stack exactly to main: each JIT
+    frame decoded from its start (frame records, the entry shim's stp pairs, the
+    frameless code's own x30 slot, a leaf's x30 still live), no guess."""
+    program = [aarch64.TOYJIT, *TOYJIT_CASES[case]]
+    output = aarch64.gdb_live(program, [SHOW_METHOD, "bt"], gdb=agdb)
+    for pid in re.findall(r"\(process (\d+)\) killed\]", output):
+        Path(f"/tmp/perf-{pid}.map").unlink(missing_ok=True)
+    assert "Program received signal SIGTRAP" in output, output
+    assert_exact_aarch64_backtrace(output, case)

@@ -54,8 +54,12 @@ def call_before(code: bytes) -> bool:
 
 
 def function_ends(window: bytes, offset: int) -> bool:
-    """True when the instruction before ``offset`` ends a function (``ret``)."""
-    return offset >= 4 and int.from_bytes(window[offset - 4:offset], "little") == RET
+    """True when the instruction before ``offset`` ends a function (``ret``) or pads
+    between functions (``udf #0``: zeros) and a non-zero one starts there."""
+    if offset < 4:
+        return False
+    before = int.from_bytes(window[offset - 4:offset], "little")
+    return before == RET or before == 0 and window[offset:offset + 4] != bytes(4)
 
 
 def _signed(value: int, bits: int) -> int:

@@ -99,6 +99,11 @@ class UnwindContext:
             yield self.sp + index * 8, int.from_bytes(data[index * 8:index * 8 + 8], "little")
 
     def plausible_caller_sp(self, caller_sp: int) -> bool:
+        """Above this frame's sp and near it; the same sp only for the interrupted frame
+        of a leaf that keeps its return address in the link register (aarch64): it
+        took no stack, and no other frame can be such a leaf."""
+        if caller_sp == self.sp:
+            return self.innermost and self.arch.link_register is not None
         return self.sp < caller_sp <= self.sp + MAX_FRAME_SIZE and caller_sp % 8 == 0
 
     def passed_through(self, names) -> Dict[str, int]:

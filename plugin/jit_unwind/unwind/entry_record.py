@@ -10,7 +10,7 @@ registers.  The trampoline is the caller; its own unwind restores what it pushed
 from typing import Optional
 
 from ..model import UnwindMethod, Unwound
-from .context import UnwindContext
+from .context import MAX_FRAME_SIZE, UnwindContext
 from .prologue import find_function_start
 
 SCAN_WORDS = 1024
@@ -26,13 +26,40 @@ def unwind_entry_record(ctx: UnwindContext) -> Optional[Unwound]:
         _start, state = found
         if not state.pushed_callee_saved() or not state.calls:
             continue
-        # The trampoline's own return address must be a return address too.
-        trampoline_ret = ctx.memory.try_read_u64(slot + 8 + state.depth)
-        if trampoline_ret is None or not ctx.is_return_address(trampoline_ret):
+        caller_sp = _trampoline_sp(ctx, slot, state)
+        if caller_sp is None:
             continue
         # The trampoline restores what it pushed itself; what it did not push (rbp,
         # often) is still the caller's unless this code is a trace that keeps nothing.
         saved = {} if ctx.in_trace() else ctx.passed_through(ctx.arch.callee_saved)
-        return Unwound(method=UnwindMethod.ENTRY_RECORD, caller_pc=value, caller_sp=slot + 8,
-                       cfa=slot + 8, frame_start=ctx.function_start(), saved=saved)
+        return Unwound(method=UnwindMethod.ENTRY_RECORD, caller_pc=value, caller_sp=caller_sp,
+                       cfa=caller_sp, frame_start=ctx.function_start(), saved=saved)
+    return None
+
+
+# How far above the slot holding the return address into a trampoline the trampoline's
+# sp may lie, where the code it called saved its link register inside its own frame.
+MAX_LINK_SLOT_DEPTH = 4096
+
+
+def _trampoline_sp(ctx: UnwindContext, slot: int, state) -> Optional[int]:
+    """The trampoline's sp when it made the call whose return address is at ``slot``,
+    checked: the trampoline's own return address, where its decoded prologue put it,
+    must be one.  Where calls push the return address, the sp is right above the slot;
+    where the callee saved its link register itself (aarch64), somewhere above it: the
+    first 16-byte aligned sp whose trampoline frame holds a return address there."""
+    arch = ctx.arch
+    if arch.return_address_pushed:
+        candidates = [slot + 8]
+        return_slot = 0
+    else:
+        return_slot = state.saved.get(arch.link_register)
+        if return_slot is None:
+            return None
+        low = (slot + 8 + 15) & ~15
+        candidates = range(low, min(low + MAX_LINK_SLOT_DEPTH, ctx.sp + MAX_FRAME_SIZE), 16)
+    for caller_sp in candidates:
+        address = ctx.memory.try_read_u64(caller_sp + state.depth + return_slot)
+        if address is not None and ctx.is_return_address(arch.code_address(address)):
+            return caller_sp
     return None

@@ -111,9 +111,19 @@ def _searched_start(ctx: UnwindContext) -> Optional[Tuple[int, PrologueState]]:
     found = find_function_start(ctx, ctx.pc)
     if found is None:
         return None
-    if found[1].depth == 0 and not found[1].calls:
+    state = found[1]
+    if state.depth == 0 and not state.calls and not _leaf_at_stop(ctx, state):
         return None  # nothing decoded proves anything about this frame
     return found
+
+
+def _leaf_at_stop(ctx: UnwindContext, state: PrologueState) -> bool:
+    """True for code the stop interrupted that has not touched its link register
+    (aarch64's x30): the decode proves the return address is still there (checked
+    against the register's value in :func:`_return_address`)."""
+    link = ctx.arch.link_register
+    return (link is not None and ctx.innermost and link not in state.saved
+            and link not in state.clobbered)
 
 
 def prologue_search_applies(ctx: UnwindContext) -> bool:
@@ -138,7 +148,7 @@ def unwind_with_prologue(ctx: UnwindContext, state: PrologueState, start: int,
     link = arch.link_register
     saved_slots = {name: offset for name, offset in state.saved.items() if name != link}
     words = _read_words(ctx, entry_sp, saved_slots, state.saved.get(link, 0))
-    caller_pc = _return_address(ctx, state, words)
+    caller_pc = _return_address(ctx, state, words, start)
     caller_sp = arch.caller_sp_at_entry(entry_sp)
     if caller_pc is None or not ctx.plausible_caller_sp(caller_sp):
         return None
@@ -171,10 +181,14 @@ def unwind_with_prologue(ctx: UnwindContext, state: PrologueState, start: int,
                    frame_start=start, saved=saved)
 
 
-def _return_address(ctx: UnwindContext, state: PrologueState, words: dict) -> Optional[int]:
+def _return_address(ctx: UnwindContext, state: PrologueState, words: dict,
+                    start: int) -> Optional[int]:
     """The return address: pushed at the entry sp (x86-64); saved from the link
     register by the decoded code, or still in it when the code neither saved nor
-    overwrote it and this is the frame the stop interrupted (aarch64)."""
+    overwrote it and this is the frame the stop interrupted (aarch64).  A link register
+    is believed only when it holds a return address outside the decoded code (a call
+    made by this very function, from before a start found inside it, left it there
+    otherwise)."""
     link = ctx.arch.link_register
     if link is None:
         return words.get(0)
@@ -184,7 +198,12 @@ def _return_address(ctx: UnwindContext, state: PrologueState, words: dict) -> Op
     if not ctx.innermost or link in state.clobbered or state.calls:
         return None  # a call since the entry replaced it
     value = ctx.register(link)
-    return ctx.arch.code_address(value) if value is not None else None
+    if value is None:
+        return None
+    value = ctx.arch.code_address(value)
+    if start <= value <= ctx.pc or not ctx.is_return_address(value):
+        return None
+    return value
 
 
 def _read_words(ctx: UnwindContext, entry_sp: int, saved, return_slot: int = 0) -> dict:
