@@ -2,6 +2,8 @@
 through a debugger or (``--debugger none``) read here without one."""
 
 import os
+import shutil
+import struct
 import sys
 
 from .debuggers import batch_argv, find_debugger, run_batch
@@ -21,6 +23,10 @@ def add_parser(subparsers, epilog: str) -> None:
                         help="a core file, also compressed as systemd-coredump stores it "
                              "(zstd, xz, lz4, gzip)")
     parser.add_argument("executable", metavar="EXECUTABLE", nargs="?")
+    parser.add_argument("--sysroot", metavar="DIR",
+                        help="where the libraries the core's program loaded are (GDB's "
+                             "'set sysroot'), e.g. an aarch64 root for a core from "
+                             "qemu-aarch64")
     add_stack_options(parser)
     parser.set_defaults(run=run)
 
@@ -67,19 +73,57 @@ def run(options) -> int:
         return _run(options, core)
 
 
+EM_X86_64, EM_AARCH64 = 62, 183
+
+
+def core_machine(core: str) -> int:
+    """The ELF ``e_machine`` of ``core`` (0 when it is not ELF)."""
+    with open(core, "rb") as handle:
+        header = handle.read(20)
+    if len(header) < 20 or header[:4] != b"\x7fELF":
+        return 0
+    return struct.unpack("<H", header[18:20])[0]
+
+
+def _aarch64_debugger(options):
+    """The debugger for an aarch64 core: one built for aarch64 (gdb-multiarch; the
+    pip GDB 18 reads every architecture), as --debugger asks; CliError otherwise."""
+    from .debuggers import Debugger, beside_python
+    if options.debugger == "none":
+        raise CliError("reading an aarch64 core without a debugger is not supported: "
+                       "use --debugger gdb (gdb-multiarch)")
+    if options.debugger != "gdb":
+        return find_debugger(options.debugger)
+    found = shutil.which("gdb-multiarch") or beside_python("gdb")
+    if not found:
+        raise CliError("an aarch64 core needs a GDB that reads aarch64: install "
+                       "gdb-multiarch (apt-get install gdb-multiarch)")
+    return Debugger("gdb", found)
+
+
 def _run(options, core: str) -> int:
     """``core``: the plain core to read (``options.core`` decompressed, when it was)."""
+    machine = core_machine(core)
+    if machine not in (EM_X86_64, EM_AARCH64):
+        raise CliError(f"{options.core} is not an x86-64 or aarch64 core file")
     if options.executable:
         executable = options.executable
     else:
         executable = find_executable(core, options.core)
         print(f"jit-unwind: executable {executable} (named by the core)", file=sys.stderr)
-    if options.debugger == "none":
+    if options.debugger == "none" and machine == EM_X86_64:
+        if options.sysroot:
+            raise CliError("--sysroot needs a debugger: --debugger none reads the files "
+                           "at the paths the core names")
         from .in_process import NONE, run_core
         named = executable if not options.executable else _named(core)
         return report(run_core(core, executable, named, options), options, NONE,
                       options.core)
-    debugger = find_debugger(options.debugger)
+    if machine == EM_AARCH64:
+        debugger = _aarch64_debugger(options)
+    else:
+        debugger = find_debugger(options.debugger)
     argv = batch_argv(debugger, [mixed_bt_command(options)], core=core,
-                      executable=executable, debug_info=not options.python_only)
+                      executable=executable, debug_info=not options.python_only,
+                      sysroot=options.sysroot or "")
     return report(run_batch(argv, debugger), options, debugger, options.core)

@@ -75,14 +75,18 @@ def plugin_argv(debugger: Debugger) -> List[str]:
 
 
 def batch_argv(debugger: Debugger, commands: Sequence[str], *, core: str = "",
-               executable: str = "", pid: int = 0, debug_info: bool = True) -> List[str]:
+               executable: str = "", pid: int = 0, debug_info: bool = True,
+               sysroot: str = "") -> List[str]:
     """Run ``commands`` on a core or attached process, the MARK echoed before them.
     ``debug_info=False``: GDB reads the files' symbol tables but none of their DWARF
-    (``--readnever``), all that ``py-mixed-bt --python-only`` needs of them."""
+    (``--readnever``), all that ``py-mixed-bt --python-only`` needs of them.
+    ``sysroot``: where the program's libraries are (GDB's ``set sysroot``; LLDB's
+    ``target.sysroot``)."""
     argv = plugin_argv(debugger)
     if debugger.kind == "gdb":
         argv[1:1] = ["-batch", "-iex", "set style enabled off",  # no escapes in the pipe
-                     *_symbol_reading(debug_info)]
+                     *_symbol_reading(debug_info),
+                     *(["-iex", f"set sysroot {sysroot}"] if sysroot else [])]
         argv += ["-ex", f"echo {MARK}\\n"]
         for command in commands:
             argv += ["-ex", command]
@@ -93,6 +97,8 @@ def batch_argv(debugger: Debugger, commands: Sequence[str], *, core: str = "",
             argv += [executable, core]
         return argv
     argv[1:1] = ["-b", "--no-use-colors"]
+    if sysroot:
+        argv[1:1] = ["-O", f"settings set target.sysroot {sysroot}"]
     argv += ["-o", f"script print({MARK!r})"]
     for command in commands:
         argv += ["-o", command]
