@@ -12,8 +12,9 @@ def test_core_mappings_show_jit_code_library_code_and_the_vdso(tmp_path):
     output = run_gdb(GDB_BINARIES["gdb13"], [
         "run", "info proc mappings", f"gcore {core}"],
         [fixture_binary("toyjit"), "fp", "0", "sigtrap"], plugin=False)
-    mappings, vdso = read_core_mappings(str(core))
-    regions = RegionMap(mappings, not_jit=[vdso] if vdso else [], source="core")
+    mappings, not_jit = read_core_mappings(str(core))
+    regions = RegionMap(mappings, not_jit=not_jit, source="core")
+    vdso = next((m.start for m in mappings if m.start in not_jit), None)
 
     # The JIT mapping as the live process had it: anonymous and executable.
     live_anonymous_code = [
