@@ -26,7 +26,7 @@ from tests.driver import driver
 from tests.e2e.test_cli import jit_unwind
 from tests.jit_python import jit_python
 from tests.python_expect import SCRIPTS
-from tests.support import fixture_binary
+from tests.support import GDB_BINARIES, GDB_INIT, fixture_binary, run_gdb
 
 PT_NULL, PT_LOAD, PT_NOTE, PF_X = 0, 1, 4, 1
 NT_AUXV, NT_FILE = 6, 0x46494C45
@@ -223,3 +223,23 @@ def test_without_any_list_a_files_code_is_no_jit_code(intact, tmp_path):
     assert found == [(r.start, r.end) for r in jit], found
     code = [m for m in mappings if m.executable and any(lo <= m.start < hi for lo, hi in files)]
     assert code and all(regions.jit_region_at(m.start) is None for m in code), code
+
+
+@pytest.mark.parametrize("gdb", ["gdb13", "gdb18"])
+def test_a_core_without_a_vdso_is_read_when_loaded(intact, gdb, tmp_path):
+    """The plugin loaded before the core (as ~/.gdbinit loads it): GDB's own commands
+    name a JIT frame from the symbol file the plugin loads once the core's last object
+    file is in (the vDSO's, else the last library's), not only after a command of ours."""
+    program, core = intact("py3.14-jit")
+    bt = driver(gdb).open_core(program, core, ["bt"]).output("bt")
+    level = re.search(r"^#(\d+) +0x[0-9a-f]+ in \[jit\] ", bt, re.M).group(1)
+    shown = {}
+    for variant, path in (("intact", core), ("qemu-like", without_file_list(
+            core, tmp_path / "qemu-like.core", "qemu-like"))):
+        output = run_gdb(GDB_BINARIES[gdb], [f"frame {level}", "info symbol $pc"], [program[0]],
+                         core=path, plugin=False, early=[f"source {GDB_INIT}"])
+        frame = re.search(rf"^#{level} .*$", output, re.M)
+        symbol = re.search(r"^(\[jit\] .*) in section ", output, re.M)
+        assert frame and " in [jit] " in frame.group(0) and symbol, output
+        shown[variant] = (frame.group(0), symbol.group(1))
+    assert shown["qemu-like"] == shown["intact"], shown

@@ -130,30 +130,38 @@ def _link_map(read: Read, elf: _ElfFile, bias: int) -> List[Tuple[int, int]]:
     return objects
 
 
+def _program(read: Read, values: dict, sysroot: str, executable: Optional[str]):
+    """(path here, headers, load bias) of the program the auxv describes; None when no
+    file at hand is that program."""
+    names = [executable] if executable else []
+    if values.get(AT_EXECFN):
+        names.append(_string(read, values[AT_EXECFN]))
+    for name in names:
+        path = _host_path(name, sysroot)
+        elf = _elf(path) if path else None
+        if elf is None:
+            continue
+        phdr = elf.first(PT_PHDR)
+        if phdr is not None and values.get(AT_PHDR):
+            bias = values[AT_PHDR] - phdr[3]
+        else:
+            bias = values.get(AT_ENTRY, elf.entry) - elf.entry
+        if values.get(AT_ENTRY) in (None, elf.entry + bias):
+            return path, elf, bias
+        # else another build of the program than the one that ran: its layout lies
+    return None
+
+
 def mapped_files(read: Read, auxv: Sequence[Tuple[int, int]], sysroot: str = "",
                  executable: Optional[str] = None) -> List[Entry]:
     """The files the core's process had mapped, as NT_FILE entries; ``read(address,
     size)`` reads the core's memory (None where it holds none), ``auxv`` its (type,
     value) pairs, ``executable`` the program's path when the caller knows it."""
     values = dict(auxv)
-    names = [executable] if executable else []
-    if values.get(AT_EXECFN):
-        names.append(_string(read, values[AT_EXECFN]))
-    program = elf = None
-    for name in names:
-        program = _host_path(name, sysroot)
-        elf = _elf(program) if program else None
-        if elf is not None:
-            break
-    if elf is None:
+    found = _program(read, values, sysroot, executable)
+    if found is None:
         return []
-    phdr = elf.first(PT_PHDR)
-    if phdr is not None and values.get(AT_PHDR):
-        bias = values[AT_PHDR] - phdr[3]
-    else:
-        bias = values.get(AT_ENTRY, elf.entry) - elf.entry
-    if values.get(AT_ENTRY) not in (None, elf.entry + bias):
-        return []  # another build of the program than the one that ran: its layout lies
+    program, elf, bias = found
     entries = _segments(program, elf, bias)
     placed = {bias}
     for l_addr, l_name in _link_map(read, elf, bias):
@@ -170,3 +178,15 @@ def mapped_files(read: Read, auxv: Sequence[Tuple[int, int]], sysroot: str = "",
         if interp is not None:
             entries += _segments(path, interp, base)
     return sorted(entries)
+
+
+def last_library(read: Read, auxv: Sequence[Tuple[int, int]], sysroot: str = "",
+                 executable: Optional[str] = None) -> Optional[str]:
+    """The path (as the process named it) of the last object in the dynamic linker's
+    list that is a file here: the last a debugger loads of a core without a vDSO."""
+    found = _program(read, dict(auxv), sysroot, executable)
+    if found is None:
+        return None
+    _path, elf, bias = found
+    names = [_string(read, l_name) for _l_addr, l_name in _link_map(read, elf, bias) if l_name]
+    return next((name for name in reversed(names) if _host_path(name, sysroot)), None)

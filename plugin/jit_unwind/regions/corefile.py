@@ -12,7 +12,7 @@ from typing import Iterator, List, Optional, Tuple
 
 from ..file_cache import FileCache
 from ..model import Mapping
-from .core_link_map import mapped_files
+from .core_link_map import last_library, mapped_files
 
 AT_SYSINFO_EHDR = 33  # auxv entry: where the vDSO's ELF header is
 PF_X, PF_W, PF_R = 1, 2, 4
@@ -115,10 +115,8 @@ def auxv_pairs(body: bytes) -> List[Tuple[int, int]]:
     return [struct.unpack_from("<QQ", body, offset) for offset in range(0, len(body) - 15, 16)]
 
 
-def core_file_list(handle, headers, auxv: bytes, sysroot: str = "",
-                   executable: Optional[str] = None) -> List[Tuple[int, int, str, int]]:
-    """The mapped files of a core without an NT_FILE note, found through its auxv and
-    the dynamic linker's list in its memory (read from ``handle``)."""
+def _core_memory(handle, headers):
+    """read(address, size) over the bytes the core holds (None where it holds none)."""
     dumped = sorted((vaddr, vaddr + filesz, offset) for kind, _flags, offset, vaddr, _paddr,
                     filesz, _memsz, _align in headers if kind == PT_LOAD and filesz)
     starts = [start for start, _end, _offset in dumped]
@@ -131,7 +129,36 @@ def core_file_list(handle, headers, auxv: bytes, sysroot: str = "",
         handle.seek(offset + address - start)
         return handle.read(min(size, end - address)) or None
 
-    return mapped_files(read, auxv_pairs(auxv), sysroot, executable)
+    return read
+
+
+def core_file_list(handle, headers, auxv: bytes, sysroot: str = "",
+                   executable: Optional[str] = None) -> List[Tuple[int, int, str, int]]:
+    """The mapped files of a core without an NT_FILE note, found through its auxv and
+    the dynamic linker's list in its memory (read from ``handle``)."""
+    return mapped_files(_core_memory(handle, headers), auxv_pairs(auxv), sysroot, executable)
+
+
+def last_library_without_vdso(path: str, sysroot: str = "",
+                              executable: Optional[str] = None) -> Optional[str]:
+    """For a core without a vDSO (qemu's): the last library a debugger loads of it, as
+    the process named it; None for a core with a vDSO (its object file comes last) or
+    when the core does not say or cannot be read.  Read once per core."""
+    return _LAST_LIBRARY.get(path, lambda core: _last_library(core, sysroot, executable),
+                             None)
+
+
+_LAST_LIBRARY: FileCache[Optional[str]] = FileCache(limit=8)
+
+
+def _last_library(path: str, sysroot: str, executable: Optional[str]) -> Optional[str]:
+    with open(path, "rb") as handle:
+        headers = _program_headers(handle)
+        _files, auxv = _core_notes(handle, headers)
+        if not auxv or _auxv_value(auxv, AT_SYSINFO_EHDR):
+            return None
+        return last_library(_core_memory(handle, headers), auxv_pairs(auxv), sysroot,
+                            executable)
 
 
 def _program_headers(handle) -> List[Tuple[int, ...]]:
