@@ -1,5 +1,5 @@
 """Cores without a file list (no NT_FILE note), as qemu-user writes them, under GDB 13,
-GDB 18 and ``jit-unwind core --debugger none``: the same frames and names as on the
+GDB 18, LLDB 23 and ``jit-unwind core --debugger none``: the same frames and names as on the
 core with its note, and no frame of a module's code named ``[jit …]``.
 
 Each core is GDB's ``gcore`` of a real process (the toy JIT; CPython 3.14 with its JIT
@@ -41,8 +41,10 @@ SUBJECTS = {
 }
 VARIANTS = ("no-file-note", "qemu-like")
 # The walk reached the program's start: main (the toy JIT's last frame) or libc's caller
-# of Py_BytesMain, in GDB's bt and in --debugger none's text.
-OUTERMOST_GDB = r" in (main|__libc_start_call_main) \("
+# of Py_BytesMain, in the debuggers' bt and in --debugger none's text.
+OUTERMOST = {"gdb13": r" in (main|__libc_start_call_main) \(",
+             "gdb18": r" in (main|__libc_start_call_main) \(",
+             "lldb23": r"`(main|__libc_start_call_main)\("}
 OUTERMOST_NONE = r"#\d+ +(main|__libc_start_call_main) at "
 
 
@@ -151,8 +153,9 @@ def without_file_list(core: Path, dst: Path, variant: str) -> Path:
 
 # --- what a user sees -----------------------------------------------------------------
 
-def _commands(name: str) -> List[str]:
-    return ["bt", "info jit-regions", *(["py-mixed-bt"] if name.startswith("py") else [])]
+def _commands(name: str, debugger: str) -> List[str]:
+    regions = "jit-regions" if debugger.startswith("lldb") else "info jit-regions"
+    return ["bt", regions, *(["py-mixed-bt"] if name.startswith("py") else [])]
 
 
 def _shown(text: str) -> str:
@@ -173,14 +176,14 @@ def assert_no_module_named_jit(text: str, files: List[Tuple[int, int]]) -> None:
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
-@pytest.mark.parametrize("gdb", ["gdb13", "gdb18"])
+@pytest.mark.parametrize("gdb", ["gdb13", "gdb18", "lldb23"])
 @pytest.mark.parametrize("name", list(SUBJECTS))
-def test_gdb_shows_what_the_file_list_gave(intact, name, gdb, variant, tmp_path):
+def test_debuggers_show_what_the_file_list_gave(intact, name, gdb, variant, tmp_path):
     program, core = intact(name)
-    commands = _commands(name)
+    commands = _commands(name, gdb)
     expected = driver(gdb).open_core(program, core, commands)
     bt = expected.output("bt")
-    assert " in [jit" in bt and re.search(OUTERMOST_GDB, bt), bt
+    assert "[jit" in bt and re.search(OUTERMOST[gdb], bt), bt
     copy = without_file_list(core, tmp_path / f"{variant}.core", variant)
     seen = driver(gdb).open_core(program, copy, commands)
     for command in commands:
