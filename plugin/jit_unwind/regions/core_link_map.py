@@ -109,10 +109,10 @@ def _link_map(read: Read, elf: _ElfFile, bias: int) -> List[Tuple[int, int]]:
     dynamic = elf.first(PT_DYNAMIC)
     if dynamic is None:
         return []
-    count = min(dynamic[5] // 16, MAX_DYNAMIC)
-    words = _words(read, bias + dynamic[3], 2 * count) or ()
+    data = read(bias + dynamic[3], 16 * min(dynamic[5] // 16, MAX_DYNAMIC)) or b""
+    words = struct.unpack(f"<{len(data) // 8}Q", data[:len(data) // 8 * 8])
     r_debug = 0
-    for index in range(0, len(words), 2):
+    for index in range(0, len(words) - 1, 2):
         if words[index] == DT_NULL:
             break
         if words[index] == DT_DEBUG:
