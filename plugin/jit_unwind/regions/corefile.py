@@ -42,8 +42,9 @@ def _auxv_value(desc, wanted: int) -> Optional[int]:
 def read_core_mappings(path: str, sysroot: str = "", executable: Optional[str] = None
                        ) -> Tuple[List[Mapping], List[int]]:
     """Return the core's mappings and the starts of its anonymous-looking executable
-    mappings that hold no JIT code (the vDSO; a file's code segment the core has no
-    contents of, when no file list says whose it is).
+    mappings that hold no JIT code (the vDSO, else an emulator's signal trampoline; a
+    file's code segment the core has no contents of, when no file list says whose it
+    is).
 
     Without an NT_FILE note the files are found from the auxv and the dynamic linker's
     list (core_link_map), ``sysroot`` and ``executable`` helping find them here.
@@ -56,7 +57,10 @@ def read_core_mappings(path: str, sysroot: str = "", executable: Optional[str] =
         except ValueError:  # not a 64-bit little-endian core: pyelftools reads it
             handle.seek(0)
             files, vdso, loads = _read_with_pyelftools(handle)
-    mappings, not_jit = [], [vdso] if vdso else []
+            trampolines = []
+        else:
+            trampolines = [] if vdso else _sigreturn_pages(handle, loads)
+    mappings, not_jit = [], ([vdso] if vdso else []) + trampolines
     for start, memsz, flags, filesz in loads:
         end = start + memsz
         name, offset = next(((f, o + start - s) for s, e, f, o in files if s <= start < e),
@@ -69,6 +73,27 @@ def read_core_mappings(path: str, sysroot: str = "", executable: Optional[str] =
             not_jit.append(start)
         mappings.append(Mapping(start, end, _perms(flags), name, offset))
     return mappings + _undumped_file_mappings(files, mappings), not_jit
+
+
+# The signal return trampolines an emulator maps in place of the vDSO (qemu-user: one
+# page starting with rt_sigreturn): anonymous executable memory, yet no JIT code.
+SIGRETURN_TRAMPOLINES = (
+    bytes.fromhex("681180d2010000d4"),  # aarch64: mov x8, #139; svc #0
+    bytes.fromhex("b80f0000000f05"),    # x86-64: mov $15, %eax; syscall
+)
+
+
+def _sigreturn_pages(handle, loads) -> List[int]:
+    """Starts of the one-page executable segments of a core without a vDSO that hold a
+    signal return trampoline."""
+    pages = [start for start, memsz, flags, filesz in loads
+             if flags & PF_X and filesz == memsz == 0x1000 and start < KERNEL_SPACE]
+    if not pages:
+        return []
+    handle.seek(0)
+    read = _core_memory(handle, _program_headers(handle))
+    return [start for start in pages
+            if (read(start, 16) or b"").startswith(SIGRETURN_TRAMPOLINES)]
 
 
 PT_LOAD, PT_NOTE = 1, 4
