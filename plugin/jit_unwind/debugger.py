@@ -125,6 +125,15 @@ class Process:
         with one, or found it).  The base class assumes so."""
         return True
 
+    def executable_path(self) -> Optional[str]:
+        """The program's file as the debugger opened it, None when unknown."""
+        return None
+
+    def sysroot(self) -> str:
+        """Where the debugger looks for the target's files ("" for this machine's root):
+        a core without a file list names its libraries by the target's paths."""
+        return ""
+
     def debugger_mappings(self) -> List[Mapping]:
         """The memory mappings as the debugger lists them (remote targets); []."""
         raise NotImplementedError

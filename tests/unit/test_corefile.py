@@ -1,6 +1,7 @@
 """Reading a real core file's mappings with pyelftools (no debugger in the reading)."""
 
 import re
+import struct
 
 from jit_unwind.regions import RegionMap
 from jit_unwind.regions.corefile import read_core_mappings
@@ -12,8 +13,9 @@ def test_core_mappings_show_jit_code_library_code_and_the_vdso(tmp_path):
     output = run_gdb(GDB_BINARIES["gdb13"], [
         "run", "info proc mappings", f"gcore {core}"],
         [fixture_binary("toyjit"), "fp", "0", "sigtrap"], plugin=False)
-    mappings, vdso = read_core_mappings(str(core))
-    regions = RegionMap(mappings, not_jit=[vdso] if vdso else [], source="core")
+    mappings, not_jit = read_core_mappings(str(core))
+    regions = RegionMap(mappings, not_jit=not_jit, source="core")
+    vdso = next((m.start for m in mappings if m.start in not_jit), None)
 
     # The JIT mapping as the live process had it: anonymous and executable.
     live_anonymous_code = [
@@ -49,3 +51,29 @@ def test_struct_reader_agrees_with_pyelftools(tmp_path):
     assert files and vdso and loads
     assert any(path.endswith("toyjit") for _start, _end, path, _offset in files), files
     assert fast == full
+
+
+def _core(path, code: bytes, at: int = 0x5500843000) -> None:
+    """A core of one executable page holding ``code``, and an auxv without a vDSO (as
+    qemu-user writes them)."""
+    auxv = struct.pack("<QQQQ", 6, 0x1000, 0, 0)  # AT_PAGESZ, AT_NULL
+    note = struct.pack("<III", 5, len(auxv), 6) + b"CORE\0\0\0\0" + auxv
+    phoff, notes_at, page_at = 64, 64 + 2 * 56, 0x1000
+    header = (b"\x7fELF\x02\x01\x01" + bytes(9)
+              + struct.pack("<HHIQQQIHHHHHH", 4, 183, 1, 0, phoff, 0, 0, 64, 56, 2, 0, 0, 0))
+    headers = (struct.pack("<IIQQQQQQ", 4, 0, notes_at, 0, 0, len(note), 0, 4)
+               + struct.pack("<IIQQQQQQ", 1, 5, page_at, at, 0, 0x1000, 0x1000, 0x1000))
+    body = header + headers + note
+    path.write_bytes(body + bytes(page_at - len(body)) + code.ljust(0x1000, b"\0"))
+
+
+def test_an_emulators_signal_trampoline_is_no_jit_code(tmp_path):
+    """qemu-user maps a page of rt_sigreturn where the kernel would map the vDSO: not
+    JIT code; a page of other code is."""
+    trampoline, other = tmp_path / "trampoline.core", tmp_path / "jit.core"
+    _core(trampoline, bytes.fromhex("681180d2010000d4"))  # mov x8, #139; svc #0
+    _core(other, bytes.fromhex("fd7bbfa9fd030091"))  # stp x29, x30, [sp, #-16]!; mov x29, sp
+    for path, expected in ((trampoline, []), (other, [0x5500843000])):
+        mappings, not_jit = read_core_mappings(str(path))
+        regions = RegionMap(mappings, not_jit=not_jit, source="core")
+        assert [region.start for region in regions.jit] == expected, (path, mappings)

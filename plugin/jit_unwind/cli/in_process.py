@@ -30,7 +30,7 @@ def run_core(core: str, executable: str, named: Optional[str], options) -> Batch
     from ..coreread import open_core
     argv = mixed_bt_command(options).split()[1:]  # the debuggers' command, same options
     try:
-        process = open_core(core)
+        process = open_core(core, executable)
         _use_executable(process, named, executable)
     except (OSError, ValueError) as error:
         raise CliError(f"cannot read core file {core}: {error}") from None

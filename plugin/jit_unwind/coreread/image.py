@@ -1,6 +1,6 @@
 """The parts of a core file a debugger reads, parsed once: PT_LOAD segments, NT_FILE's
-mapped files, each thread's registers (NT_PRSTATUS, in the core's order: GDB's thread
-numbers)."""
+mapped files (else those the auxv and the dynamic linker's list give), each thread's
+registers (NT_PRSTATUS, in the core's order: GDB's thread numbers)."""
 
 import bisect
 import mmap
@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from ..regions.corefile import (PT_LOAD, PT_NOTE, NT_FILE, _file_entries, _note_bodies,
-                                _program_headers)
+from ..regions.core_link_map import mapped_files
+from ..regions.corefile import (PT_LOAD, PT_NOTE, NT_AUXV, NT_FILE, _file_entries,
+                                _note_bodies, _program_headers, auxv_pairs)
 
 NT_PRSTATUS, NT_PRPSINFO = 1, 3
 PRPSINFO_PID = 24  # pr_pid in x86-64's struct elf_prpsinfo
@@ -58,8 +59,9 @@ class CoreImage:
     """A core file's segments, mapped files and threads.  Raises OSError when it cannot
     be read and ValueError when it is no 64-bit little-endian ELF file."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, executable: Optional[str] = None):
         self.path = Path(path)
+        self.auxv = b""
         self.data = _contents(self.path)
         self.segments: List[Segment] = []
         self.files: List[FileMapping] = []
@@ -74,6 +76,9 @@ class CoreImage:
                 self._notes(bytes(self.data[offset:offset + filesz]))
         self.segments.sort(key=lambda s: s.start)
         self._starts = [s.start for s in self.segments]
+        if not self.files:  # no NT_FILE note (qemu's cores): the files from memory
+            self.files = [FileMapping(start, end, path, offset) for start, end, path, offset
+                          in mapped_files(self._read, auxv_pairs(self.auxv), "", executable)]
         self.files.sort(key=lambda f: f.start)
         self._file_starts = [f.start for f in self.files]
 
@@ -85,9 +90,18 @@ class CoreImage:
                 self.threads.append(ThreadRegisters(pid, dict(zip(USER_REGS, values))))
             elif kind == NT_PRPSINFO and len(body) >= PRPSINFO_PID + 4:
                 self.pid = struct.unpack_from("<i", body, PRPSINFO_PID)[0]
+            elif kind == NT_AUXV:
+                self.auxv = body
             elif kind == NT_FILE:
                 self.files += [FileMapping(start, end, path, offset)
                                for start, end, path, offset in _file_entries(body)]
+
+    def _read(self, address: int, size: int) -> Optional[bytes]:
+        segment = self.segment_at(address)
+        if segment is None:
+            return None
+        at = segment.offset + address - segment.start
+        return bytes(self.data[at:at + min(size, segment.end - address)])
 
     def segment_at(self, address: int) -> Optional[Segment]:
         index = bisect.bisect_right(self._starts, address) - 1

@@ -96,9 +96,10 @@ class CoreProcess(debugger.Process):
         self.warnings.append(text)
 
 
-def open_core(path) -> CoreProcess:
-    """The core at ``path`` ready for the commands (its stop cache made).  OSError when
+def open_core(path, executable: Optional[str] = None) -> CoreProcess:
+    """The core at ``path`` ready for the commands (its stop cache made), ``executable``
+    its program when known (a core without NT_FILE is read through it).  OSError when
     it cannot be read, ValueError when it is no x86-64 core."""
-    process = CoreProcess(CoreImage(Path(path)))
+    process = CoreProcess(CoreImage(Path(path), executable))
     process.cache = StopCache(process)
     return process

@@ -212,6 +212,17 @@ class GdbProcess(Process):
     def has_executable(self) -> bool:
         return gdb.current_progspace().filename is not None
 
+    def executable_path(self) -> Optional[str]:
+        return gdb.current_progspace().filename
+
+    def sysroot(self) -> str:
+        try:
+            value = gdb.parameter("sysroot") or ""
+        except gdb.error:
+            return ""
+        # "target:" is the target's own files: on a core, this machine's.
+        return value[len("target:"):] if value.startswith("target:") else value
+
     def core_file(self) -> Optional[str]:
         if self.connection() != "core":
             return None

@@ -9,9 +9,12 @@ Never inside the unwinder or a frame filter: adding an object file resets GDB's 
 cache, which must not happen while GDB is building or printing frames.
 """
 
+import os
+
 import gdb
 
 from .. import settings
+from ..regions.corefile import last_library_without_vdso
 from ..symfile import SymbolFiles
 from .settings import debug_log
 from .state import OWN_FILES, STATE
@@ -66,19 +69,33 @@ VDSO = "system-supplied DSO at "
 
 
 def _on_new_objfile(event) -> None:
-    """GDB loads a core: after its last object file (the vDSO) the regions and runtimes
+    """GDB loads a core: after its last object file (the vDSO; in a core without one,
+    qemu's, the last library of the dynamic linker's list) the regions and runtimes
     can be read, and a batch script's ``core-file`` is followed by no prompt.  A live
     process's object files come at the dynamic loader's internal stops, before the user
-    sees one: those wait for the stop; a core without a vDSO waits for a command."""
+    sees one: those wait for the stop."""
     filename = getattr(event.new_objfile, "filename", None) or ""
     try:
-        if not filename.startswith(VDSO) or STATE.process.connection() != "core":
+        if STATE.process.connection() != "core" or not OWN_FILES.changes_regions(filename):
+            return
+        if not filename.startswith(VDSO) and not _last_of_core(filename):
             return
     except gdb.error:
         return
     # The stop cache this fills serves the first bt; object files GDB's JIT interface
     # adds after the vDSO drop it, as any new object file does.
     refresh()
+
+
+def _last_of_core(filename: str) -> bool:
+    """``filename`` is the last library GDB loads of a core without a vDSO (by base
+    name: GDB's path may be under its sysroot, or resolved through symbolic links)."""
+    process = STATE.process
+    core = process.core_file()
+    if not core or not filename:
+        return False
+    last = last_library_without_vdso(core, process.sysroot(), process.executable_path())
+    return bool(last) and os.path.basename(last) == os.path.basename(filename)
 
 
 def connect() -> None:

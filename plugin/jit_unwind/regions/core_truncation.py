@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
 from ..file_cache import FileCache
-from .corefile import NT_FILE, PT_LOAD, PT_NOTE, _file_entries, _note_bodies, _program_headers
+from .corefile import PT_LOAD, _core_notes, _program_headers, core_file_list
 
 
 @dataclass(frozen=True)
@@ -20,7 +20,7 @@ class CutSegment:
 
     start: int
     end: int
-    path: str  # the file mapped there (NT_FILE), "" for anonymous memory
+    path: str  # the file mapped there (NT_FILE or the link_map), "" for anonymous memory
     kept: int  # bytes of it the file still holds
 
     def loses(self, address: int, upward: bool) -> bool:
@@ -43,13 +43,9 @@ def _read(path: str) -> Optional[Truncation]:
     size = os.path.getsize(path)
     with open(path, "rb") as handle:
         headers = _program_headers(handle)
-        files: List[Tuple[int, int, str, int]] = []
-        for kind, _flags, offset, _vaddr, _paddr, filesz, _memsz, _align in headers:
-            if kind == PT_NOTE and offset + filesz <= size:
-                handle.seek(offset)
-                for note, body in _note_bodies(handle.read(filesz)):
-                    if note == NT_FILE:
-                        files += _file_entries(body)
+        files, auxv = _core_notes(handle, headers, size)
+        if not files and _cut_short(headers, size):
+            files = core_file_list(handle, headers, auxv)
     loads = [(offset, vaddr, filesz) for kind, _flags, offset, vaddr, _paddr, filesz, _memsz,
              _align in headers if kind == PT_LOAD and filesz]
     needed = max((offset + filesz for offset, _vaddr, filesz in loads), default=0)
@@ -61,6 +57,11 @@ def _read(path: str) -> Optional[Truncation]:
             name = next((f for s, e, f, _o in files if s <= vaddr < e), "")
             cut.append(CutSegment(vaddr, vaddr + filesz, name, max(0, size - offset)))
     return Truncation(path, size, needed, cut)
+
+
+def _cut_short(headers, size: int) -> bool:
+    return any(kind == PT_LOAD and offset + filesz > size
+               for kind, _flags, offset, _vaddr, _paddr, filesz, _memsz, _align in headers)
 
 
 _TRUNCATIONS: FileCache[Optional[Truncation]] = FileCache(limit=16)

@@ -2,14 +2,17 @@
 
 GDB's ``info proc mappings`` lists only file-backed mappings of a core, yet JIT code
 lives in anonymous memory: the core's PT_LOAD segments (with their permission flags) are
-the full picture, and the NT_FILE note says which of them a file backs.
+the full picture, and the NT_FILE note says which of them a file backs (a core without
+one: core_link_map finds the files from the auxv and the dynamic linker's list).
 """
 
+import bisect
 import struct
 from typing import Iterator, List, Optional, Tuple
 
 from ..file_cache import FileCache
 from ..model import Mapping
+from .core_link_map import last_library, mapped_files
 
 AT_SYSINFO_EHDR = 33  # auxv entry: where the vDSO's ELF header is
 PF_X, PF_W, PF_R = 1, 2, 4
@@ -36,27 +39,61 @@ def _auxv_value(desc, wanted: int) -> Optional[int]:
     return None
 
 
-def read_core_mappings(path: str) -> Tuple[List[Mapping], Optional[int]]:
-    """Return the core's mappings and the vDSO address (None when unknown).
+def read_core_mappings(path: str, sysroot: str = "", executable: Optional[str] = None
+                       ) -> Tuple[List[Mapping], List[int]]:
+    """Return the core's mappings and the starts of its anonymous-looking executable
+    mappings that hold no JIT code (the vDSO, else an emulator's signal trampoline; a
+    file's code segment the core has no contents of, when no file list says whose it
+    is).
 
+    Without an NT_FILE note the files are found from the auxv and the dynamic linker's
+    list (core_link_map), ``sysroot`` and ``executable`` helping find them here.
     Raises OSError when the file cannot be read and ImportError when pyelftools is
     missing; callers turn both into a one-line message.
     """
     with open(path, "rb") as handle:
         try:
-            files, vdso, loads = _read_headers(handle)
+            files, vdso, loads = _read_headers(handle, sysroot, executable)
         except ValueError:  # not a 64-bit little-endian core: pyelftools reads it
             handle.seek(0)
             files, vdso, loads = _read_with_pyelftools(handle)
-    mappings = []
-    for start, memsz, flags in loads:
+            trampolines = []
+        else:
+            trampolines = [] if vdso else _sigreturn_pages(handle, loads)
+    mappings, not_jit = [], ([vdso] if vdso else []) + trampolines
+    for start, memsz, flags, filesz in loads:
         end = start + memsz
         name, offset = next(((f, o + start - s) for s, e, f, o in files if s <= start < e),
                             ("", 0))
         if start >= KERNEL_SPACE:  # the kernel's legacy page, as /proc/PID/maps names it
             name = "[vsyscall]"
+        elif not name and not filesz and flags & PF_X:
+            # Executable memory left out of the dump is a file's code (anonymous memory
+            # is always dumped): never JIT code, even when no list says whose it is.
+            not_jit.append(start)
         mappings.append(Mapping(start, end, _perms(flags), name, offset))
-    return mappings + _undumped_file_mappings(files, mappings), vdso
+    return mappings + _undumped_file_mappings(files, mappings), not_jit
+
+
+# The signal return trampolines an emulator maps in place of the vDSO (qemu-user: one
+# page starting with rt_sigreturn): anonymous executable memory, yet no JIT code.
+SIGRETURN_TRAMPOLINES = (
+    bytes.fromhex("681180d2010000d4"),  # aarch64: mov x8, #139; svc #0
+    bytes.fromhex("b80f0000000f05"),    # x86-64: mov $15, %eax; syscall
+)
+
+
+def _sigreturn_pages(handle, loads) -> List[int]:
+    """Starts of the one-page executable segments of a core without a vDSO that hold a
+    signal return trampoline."""
+    pages = [start for start, memsz, flags, filesz in loads
+             if flags & PF_X and filesz == memsz == 0x1000 and start < KERNEL_SPACE]
+    if not pages:
+        return []
+    handle.seek(0)
+    read = _core_memory(handle, _program_headers(handle))
+    return [start for start in pages
+            if (read(start, 16) or b"").startswith(SIGRETURN_TRAMPOLINES)]
 
 
 PT_LOAD, PT_NOTE = 1, 4
@@ -65,24 +102,88 @@ _PROGRAM_HEADER = struct.Struct("<IIQQQQQQ")
 _NOTE_HEADER = struct.Struct("<III")
 
 
-def _read_headers(handle) -> Tuple[List[Tuple[int, int, str, int]], Optional[int],
-                                   List[Tuple[int, int, int]]]:
-    """(NT_FILE entries as (start, end, path, file offset), the vDSO address, PT_LOAD
-    segments as (vaddr, memsz, flags)) read with struct: a core of many threads has
-    hundreds of segments and notes, which pyelftools parses at tens of ms.  Raises
+def _read_headers(handle, sysroot: str = "", executable: Optional[str] = None
+                  ) -> Tuple[List[Tuple[int, int, str, int]], Optional[int],
+                             List[Tuple[int, int, int, int]]]:
+    """(mapped files as (start, end, path, file offset), the vDSO address, PT_LOAD
+    segments as (vaddr, memsz, flags, filesz)) read with struct: a core of many threads
+    has hundreds of segments and notes, which pyelftools parses at tens of ms.  Raises
     ValueError for a file that is not a 64-bit little-endian ELF file."""
+    headers = _program_headers(handle)
+    files, auxv = _core_notes(handle, headers)
+    if not files:
+        files = core_file_list(handle, headers, auxv, sysroot, executable)
+    loads = [(vaddr, memsz, flags, filesz) for kind, flags, _offset, vaddr, _paddr, filesz,
+             memsz, _align in headers if kind == PT_LOAD]
+    return files, _auxv_value(auxv, AT_SYSINFO_EHDR), loads
+
+
+def _core_notes(handle, headers, size: Optional[int] = None
+                ) -> Tuple[List[Tuple[int, int, str, int]], bytes]:
+    """The NT_FILE entries and the NT_AUXV body of a core's notes (those within
+    ``size`` bytes of the file, when given)."""
     files: List[Tuple[int, int, str, int]] = []
-    vdso = None
-    loads = []
-    for kind, flags, offset, vaddr, _paddr, filesz, memsz, _align in _program_headers(handle):
-        if kind == PT_LOAD:
-            loads.append((vaddr, memsz, flags))
-        elif kind == PT_NOTE:
+    auxv = b""
+    for kind, _flags, offset, _vaddr, _paddr, filesz, _memsz, _align in headers:
+        if kind == PT_NOTE and (size is None or offset + filesz <= size):
             handle.seek(offset)
-            found_files, found_vdso = _notes(handle.read(filesz))
-            files += found_files
-            vdso = found_vdso or vdso
-    return files, vdso, loads
+            for note, body in _note_bodies(handle.read(filesz)):
+                if note == NT_FILE:
+                    files += _file_entries(body)
+                elif note == NT_AUXV:
+                    auxv = body
+    return files, auxv
+
+
+def auxv_pairs(body: bytes) -> List[Tuple[int, int]]:
+    """An NT_AUXV body as (type, value) pairs."""
+    return [struct.unpack_from("<QQ", body, offset) for offset in range(0, len(body) - 15, 16)]
+
+
+def _core_memory(handle, headers):
+    """read(address, size) over the bytes the core holds (None where it holds none)."""
+    dumped = sorted((vaddr, vaddr + filesz, offset) for kind, _flags, offset, vaddr, _paddr,
+                    filesz, _memsz, _align in headers if kind == PT_LOAD and filesz)
+    starts = [start for start, _end, _offset in dumped]
+
+    def read(address: int, size: int) -> Optional[bytes]:
+        index = bisect.bisect_right(starts, address) - 1
+        if index < 0 or address >= dumped[index][1]:
+            return None
+        start, end, offset = dumped[index]
+        handle.seek(offset + address - start)
+        return handle.read(min(size, end - address)) or None
+
+    return read
+
+
+def core_file_list(handle, headers, auxv: bytes, sysroot: str = "",
+                   executable: Optional[str] = None) -> List[Tuple[int, int, str, int]]:
+    """The mapped files of a core without an NT_FILE note, found through its auxv and
+    the dynamic linker's list in its memory (read from ``handle``)."""
+    return mapped_files(_core_memory(handle, headers), auxv_pairs(auxv), sysroot, executable)
+
+
+def last_library_without_vdso(path: str, sysroot: str = "",
+                              executable: Optional[str] = None) -> Optional[str]:
+    """For a core without a vDSO (qemu's): the last library a debugger loads of it, as
+    the process named it; None for a core with a vDSO (its object file comes last) or
+    when the core does not say or cannot be read.  Read once per core."""
+    return _LAST_LIBRARY.get(path, lambda core: _last_library(core, sysroot, executable),
+                             None)
+
+
+_LAST_LIBRARY: FileCache[Optional[str]] = FileCache(limit=8)
+
+
+def _last_library(path: str, sysroot: str, executable: Optional[str]) -> Optional[str]:
+    with open(path, "rb") as handle:
+        headers = _program_headers(handle)
+        _files, auxv = _core_notes(handle, headers)
+        if not auxv or _auxv_value(auxv, AT_SYSINFO_EHDR):
+            return None
+        return last_library(_core_memory(handle, headers), auxv_pairs(auxv), sysroot,
+                            executable)
 
 
 def _program_headers(handle) -> List[Tuple[int, ...]]:
@@ -131,17 +232,6 @@ def _file_entries(body: bytes) -> List[Tuple[int, int, str, int]]:
     return entries
 
 
-def _notes(data: bytes) -> Tuple[List[Tuple[int, int, str, int]], Optional[int]]:
-    files: List[Tuple[int, int, str, int]] = []
-    vdso = None
-    for kind, body in _note_bodies(data):
-        if kind == NT_FILE:
-            files += _file_entries(body)
-        elif kind == NT_AUXV:
-            vdso = _auxv_value(body, AT_SYSINFO_EHDR) or vdso
-    return files, vdso
-
-
 def _read_with_pyelftools(handle):
     """What _read_headers reads, through pyelftools (any ELF class and byte order)."""
     from elftools.elf.elffile import ELFFile  # imported lazily: cores only
@@ -163,7 +253,7 @@ def _read_with_pyelftools(handle):
                                   entry["page_offset"] * page))
             elif note["n_type"] == "NT_AUXV":
                 vdso = _auxv_value(note["n_desc"], AT_SYSINFO_EHDR) or vdso
-    loads = [(segment["p_vaddr"], segment["p_memsz"], segment["p_flags"])
+    loads = [(segment["p_vaddr"], segment["p_memsz"], segment["p_flags"], segment["p_filesz"])
              for segment in elf.iter_segments() if segment["p_type"] == "PT_LOAD"]
     return files, vdso, loads
 
@@ -227,16 +317,7 @@ def core_executable(path: str) -> Optional[str]:
         handle.seek(16)
         if struct.unpack("<H", handle.read(2))[0] != ET_CORE:
             raise ValueError("not a core file")
-        files: List[Tuple[int, int, str, int]] = []
-        auxv = b""
-        for kind, _flags, offset, _vaddr, _paddr, filesz, _memsz, _align in headers:
-            if kind == PT_NOTE:
-                handle.seek(offset)
-                for note, body in _note_bodies(handle.read(filesz)):
-                    if note == NT_FILE:
-                        files += _file_entries(body)
-                    elif note == NT_AUXV:
-                        auxv = body
+        files, auxv = _core_notes(handle, headers)
         entry = _auxv_value(auxv, AT_ENTRY)
         if entry:
             named = [name for start, end, name, _ in files if start <= entry < end]

@@ -26,13 +26,14 @@ def _mappings(process, kind: str) -> Tuple[List[Mapping], List[int], str]:
         if not path:
             return [], [], "cannot tell which core file is loaded"
         try:
-            mappings, vdso = read_core_mappings(path)
+            mappings, not_jit = read_core_mappings(path, process.sysroot(),
+                                                   process.executable_path())
         except ImportError:
             warn_missing(process, "pyelftools", WITHOUT_PYELFTOOLS)
             return [], [], missing("pyelftools", WITHOUT_PYELFTOOLS, process.debugger_name)
         except Exception as error:  # a truncated or foreign core
             return [], [], f"cannot read core file {path}: {error}"
-        return mappings, [vdso] if vdso else [], ""
+        return mappings, not_jit, ""
     if kind == "native":  # /proc of a local process: more than the debugger lists
         return read_proc_maps(process.pid()), [], ""
     # A remote process, or a core the debugger lists the mappings of (a minidump carries
