@@ -13,6 +13,7 @@ from typing import Dict, List
 import pytest
 
 from tests import aarch64, toyjit_expect
+from tests.e2e.test_cli import jit_unwind
 from tests.support import assert_no_python_failure, parse_backtrace
 
 SHOW_METHOD = "set jit-unwind show-method on"
@@ -242,3 +243,28 @@ def test_toyjit_live_unwinds_every_true_frame_to_main(agdb, case):
         Path(f"/tmp/perf-{pid}.map").unlink(missing_ok=True)
     assert "Program received signal SIGTRAP" in output, output
     assert_exact_aarch64_backtrace(output, case)
+
+
+@pytest.mark.parametrize("case", list(TOYJIT_CASES))
+def test_toyjit_core_unwinds_every_true_frame_to_main(agdb, toyjit_cores, case):
+    """On qemu's core (no file list, the program's code not in it), bt walks the toy
+    JIT's stack exactly to main, as live."""
+    output = aarch64.gdb_core(aarch64.TOYJIT, toyjit_cores[case], [SHOW_METHOD, "bt"],
+                              gdb=agdb)
+    assert_exact_aarch64_backtrace(output, case)
+
+
+def test_cli_reads_an_aarch64_core_through_a_gdb_that_reads_aarch64(toyjit_cores):
+    """``jit-unwind core`` on an aarch64 core picks gdb-multiarch by itself; --sysroot
+    gives it the program's libraries; --debugger none says it cannot."""
+    core = toyjit_cores["mixed"]
+    result = jit_unwind("core", core, aarch64.TOYJIT, "--sysroot", aarch64.SYSROOT)
+    assert result.returncode == 1, result.stderr  # a stack, but no Python frames in it
+    frames = re.findall(r"^#\d+\s+(\S+)", result.stdout, re.M)
+    assert frames[frames.index("toy_stop"):] == [
+        "toy_stop", "jit_callback", "[jit", "call_jit", "jit_callback", "[jit", "[jit",
+        "call_jit", "jit_callback", "[jit", "call_jit", "jit_callback", "[jit", "[jit",
+        "call_jit", "main"], result.stdout
+    none = jit_unwind("core", core, aarch64.TOYJIT, "--debugger", "none")
+    assert none.returncode == 2
+    assert "aarch64 core without a debugger is not supported" in none.stderr, none.stderr
