@@ -14,6 +14,7 @@ import os
 import re
 from typing import Callable, Optional, Set, Tuple
 
+from ..arch import X86_64
 from ..model import Region
 
 # The writer (.build) and the temporary directory's modules are imported when a file is
@@ -85,7 +86,7 @@ class SymbolFiles:
             return old, None
         data = symbol_file_bytes(process.memory, regions, functions,
                                  with_unwind_rules=self._unwind_rules, selection=selection,
-                                 machine=process.arch.elf_machine)
+                                 machine=getattr(process, "arch", X86_64).elf_machine)
         # On failure the old file is still unloaded (its names are stale), and the key is
         # kept: the next stops do not retry until the named regions change.
         path = self._new_path(process.pid())  # only once there is something to write
