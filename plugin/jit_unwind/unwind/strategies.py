@@ -116,8 +116,10 @@ def unwind_kept_frame_pointer(ctx: UnwindContext) -> Optional[Unwound]:
 # stack proves.  Where none answers, the debugger's own heuristics decide, as without
 # us; the frame-pointer rule alone could skip the caller of code that leaves rbp alone
 # (so without a prologue that sets it up, only where the chain validates above and no
-# return address lies below rbp), the scans are guesses.
+# return address lies below rbp), the scans are guesses.  A runtime's entry code in its
+# file (V8's Builtins_JSEntry) is known exactly, as in JIT code.
 NOCFI_STRATEGIES: List[Tuple[UnwindMethod, Strategy]] = [
+    (UnwindMethod.ENTRY_RECORD, unwind_runtime_entry),
     (UnwindMethod.PROLOGUE, unwind_known_start),
     (UnwindMethod.PROLOGUE_SEARCH, unwind_prologue_search),
     (UnwindMethod.FRAME_POINTER, unwind_kept_frame_pointer),
