@@ -168,8 +168,9 @@ def test_live_through_qemu10_serves_the_memory_map(agdb):
 
 
 def test_python311_core(agdb, python311_core):
-    """Debian's stripped arm64 python3.11: GDB reaches _start through its exported
-    functions; the plugin keeps those frames, and py-mixed-bt runs without an error."""
+    """Debian's stripped arm64 python3.11 on qemu's core: GDB reaches _start through its
+    exported functions; the plugin keeps those frames and interleaves the Python frames
+    under the eval loop, in bt and py-mixed-bt."""
     program = aarch64.PYTHON311
     plain = aarch64.gdb_core(program, python311_core, ["bt"], plugin=False, gdb=agdb)
     names = [frame.function for frame in parse_backtrace(plain)]
@@ -178,7 +179,18 @@ def test_python311_core(agdb, python311_core):
     with_plugin = aarch64.gdb_core(program, python311_core,
                                    ["bt", "py-mixed-bt", "info jit-regions"], gdb=agdb)
     assert_plugin_keeps_gdbs_frames(plain, with_plugin)
-    assert "Thread 1" in with_plugin, with_plugin
+    # The core has no file list: the link_map names python3.11's libraries, and its
+    # own code is not taken for JIT code.
+    assert "[jit " not in with_plugin and "No JIT regions" in with_plugin, with_plugin
+    script = python311_core.parent / "sigtrap.py"
+    functions = ["inner", "middle", "outer", "<module>"]
+    mixed = [f"     [py] {function} ({script}:{line})"
+             for function, line in zip(functions, (3, 5, 7, 8))]
+    assert "_PyEval_EvalFrameDefault\n" + "\n".join(mixed) + "\n" in with_plugin, with_plugin
+    lines = [f"    [py] {function} () at {script}:{line}"
+             for function, line in zip(functions, (3, 5, 7, 8))]
+    assert "_PyEval_EvalFrameDefault ()\n" + "\n".join(lines) + "\n#" in with_plugin, \
+        with_plugin
 
 
 def test_python311_live_interleaves_the_python_frames(agdb, tmp_path):
