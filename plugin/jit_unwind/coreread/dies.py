@@ -46,27 +46,39 @@ class Entry(NamedTuple):
     attributes: Dict[str, Tuple[str, int]]  # the KEPT ones: form, value
 
 
-
-
-
-
-_NAMES: Dict[str, Dict[int, str]] = {}
-
-
-def _names(kind: str) -> Dict[int, str]:
-    """pyelftools' names of DWARF's numbers (tags, attributes, forms), by number."""
-    if kind not in _NAMES:
-        from elftools.dwarf import enums
-        table = getattr(enums, f"ENUM_DW_{kind}")
-        _NAMES[kind] = {number: name for name, number in table.items()
-                        if isinstance(number, int)}
-    return _NAMES[kind]
+# DWARF's numbers by name: every form (an unknown one is passed on as its number, and
+# Unsupported when met), the attributes in KEPT and the tags the reader looks for;
+# other attributes and tags are only skipped or compared, so their numbers do.
+FORMS = {
+    0x01: "DW_FORM_addr", 0x03: "DW_FORM_block2", 0x04: "DW_FORM_block4",
+    0x05: "DW_FORM_data2", 0x06: "DW_FORM_data4", 0x07: "DW_FORM_data8",
+    0x08: "DW_FORM_string", 0x09: "DW_FORM_block", 0x0A: "DW_FORM_block1",
+    0x0B: "DW_FORM_data1", 0x0C: "DW_FORM_flag", 0x0D: "DW_FORM_sdata",
+    0x0E: "DW_FORM_strp", 0x0F: "DW_FORM_udata", 0x10: "DW_FORM_ref_addr",
+    0x11: "DW_FORM_ref1", 0x12: "DW_FORM_ref2", 0x13: "DW_FORM_ref4", 0x14: "DW_FORM_ref8",
+    0x15: "DW_FORM_ref_udata", 0x16: "DW_FORM_indirect", 0x17: "DW_FORM_sec_offset",
+    0x18: "DW_FORM_exprloc", 0x19: "DW_FORM_flag_present", 0x1A: "DW_FORM_strx",
+    0x1B: "DW_FORM_addrx", 0x1C: "DW_FORM_ref_sup4", 0x1D: "DW_FORM_strp_sup",
+    0x1E: "DW_FORM_data16", 0x1F: "DW_FORM_line_strp", 0x20: "DW_FORM_ref_sig8",
+    0x21: "DW_FORM_implicit_const", 0x22: "DW_FORM_loclistx", 0x23: "DW_FORM_rnglistx",
+    0x24: "DW_FORM_ref_sup8", 0x25: "DW_FORM_strx1", 0x26: "DW_FORM_strx2",
+    0x27: "DW_FORM_strx3", 0x28: "DW_FORM_strx4", 0x29: "DW_FORM_addrx1",
+    0x2A: "DW_FORM_addrx2", 0x2B: "DW_FORM_addrx3", 0x2C: "DW_FORM_addrx4"}
+ATTRIBUTES = {
+    0x01: "DW_AT_sibling", 0x03: "DW_AT_name", 0x10: "DW_AT_stmt_list",
+    0x11: "DW_AT_low_pc", 0x12: "DW_AT_high_pc", 0x1B: "DW_AT_comp_dir",
+    0x31: "DW_AT_abstract_origin", 0x47: "DW_AT_specification", 0x55: "DW_AT_ranges",
+    0x58: "DW_AT_call_file", 0x59: "DW_AT_call_line", 0x6E: "DW_AT_linkage_name",
+    0x72: "DW_AT_str_offsets_base", 0x73: "DW_AT_addr_base", 0x74: "DW_AT_rnglists_base",
+    0x2007: "DW_AT_MIPS_linkage_name"}
+TAGS = {0x0B: "DW_TAG_lexical_block", 0x11: "DW_TAG_compile_unit",
+        0x1D: "DW_TAG_inlined_subroutine", 0x2E: "DW_TAG_subprogram"}
 
 
 def read_abbrevs(data: bytes, at: int) -> Dict[int, tuple]:
     """The abbreviation table at ``at`` of .debug_abbrev: code -> (tag, has children,
     [(attribute, form)]) with DWARF's names."""
-    tags, attributes, forms = _names("TAG"), _names("AT"), _names("FORM")
+    tags, attributes, forms = TAGS, ATTRIBUTES, FORMS
     table: Dict[int, tuple] = {}
     while at < len(data):
         code, at = read_uleb(data, at)

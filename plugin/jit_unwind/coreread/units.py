@@ -9,7 +9,9 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from ..source_paths import shown_source_path
 from .dies import ADDRX, Skimmer, Unsupported
+from .headers import LineProgram, UnitHeader
 from .lines import LineTable
+from .ranges import ranges_v4, ranges_v5
 
 MAX_DEPTH = 64  # inlined functions and blocks nested in one function
 MAX_ORIGIN = 8  # DW_AT_abstract_origin / DW_AT_specification links followed
@@ -150,11 +152,13 @@ class _Parsed:
 
 
 class Unit:
-    """One compilation unit: its subprograms by range, its line table, file names."""
+    """One compilation unit: its subprograms by range, its line table, file names.
+    Read with struct (``headers``, ``dies``, ``ranges``); a unit with anything those do
+    not decode is read by pyelftools instead, whole."""
 
-    def __init__(self, dwarf, cu, sections: Optional[Tuple[bytes, bytes]]):
-        self.dwarf = dwarf
-        self.cu = cu
+    def __init__(self, sections, offset: int):
+        self.sections = sections  # sections.DebugSections
+        self.offset = offset
         self.comp_dir, self.base = "", 0
         self.stmt_list: Optional[int] = None
         self._lines: Optional[LineTable] = None
@@ -162,11 +166,20 @@ class Unit:
         self._names: Dict[int, Optional[str]] = {}
         self._files: Dict[int, Optional[str]] = {}
         try:
-            self.walk = _Skimmed(self, sections) if sections is not None else _Parsed(self)
+            info, abbrevs = sections.get("info"), sections.get("abbrev")
+            if info is None or abbrevs is None:
+                raise Unsupported("no .debug_info or .debug_abbrev")
+            self.cu = UnitHeader(info, offset)
+            self.walk = _Skimmed(self, (info, abbrevs, sections.get))
             self._index()
         except Unsupported:
-            self.walk = _Parsed(self)
-            self._index()
+            self._use_pyelftools()
+
+    def _use_pyelftools(self) -> None:
+        self.cu = self.sections.pyelftools_dwarf().get_CU_at(self.offset)
+        self._program = None
+        self.walk = _Parsed(self)
+        self._index()
 
     def _index(self) -> None:
         self.top = self.walk.top()
@@ -203,11 +216,30 @@ class Unit:
             return [(low, high if high_is_address else low + high)]
         if ranges is None:
             return []
-        lists = self.dwarf.range_lists()
+        if isinstance(self.walk, _Skimmed):
+            return self._raw_ranges(ranges)
+        return self._parsed_ranges(ranges)
+
+    def _raw_ranges(self, offset: int) -> List[Tuple[int, int]]:
+        """As pyelftools picks the section: the one the file has, else by version."""
+        old, new = self.sections.get("ranges"), self.sections.get("rnglists")
+        try:
+            if old is not None and (new is None or self.cu.version < 5):
+                return ranges_v4(old, offset, self.base)
+            if new is not None:
+                skimmer = self.walk.skimmer
+                return ranges_v5(new, offset, self.base, lambda index: skimmer._indexed(
+                    "addr", "DW_AT_addr_base", index, 8))
+        except (IndexError, ValueError) as error:
+            raise Unsupported(f"range list at {offset:#x}") from error
+        return []
+
+    def _parsed_ranges(self, offset: int) -> List[Tuple[int, int]]:
+        lists = self.sections.pyelftools_dwarf().range_lists()
         if lists is None:
             return []
         try:
-            entries = lists.get_range_list_at_offset(ranges, cu=self.cu)
+            entries = lists.get_range_list_at_offset(offset, cu=self.cu)
         except Exception:  # a range list pyelftools cannot read: no range
             return []
         found, base = [], self.base
@@ -222,11 +254,22 @@ class Unit:
 
     def program(self):
         if self._program is None:
-            # The unit's own entry gave the offset: pyelftools need not parse it again.
-            self._program = self.dwarf.line_program_for_CU(self.cu) \
-                if self.stmt_list is None else \
-                self.dwarf._parse_line_program_at_offset(self.stmt_list, self.cu.structs)
+            self._program = self._read_program()
         return self._program
+
+    def _read_program(self):
+        if self.stmt_list is not None:  # the unit's own entry gave the offset
+            line = self.sections.get("line")
+            try:
+                if line is not None:
+                    return LineProgram(line, self.stmt_list, self.sections.get("str"),
+                                       self.sections.get("line_str"))
+            except (Unsupported, IndexError, ValueError):
+                pass
+            dwarf = self.sections.pyelftools_dwarf()
+            return dwarf._parse_line_program_at_offset(
+                self.stmt_list, dwarf.get_CU_at(self.offset).structs)
+        return self.sections.pyelftools_dwarf().line_program_for_CU(self.cu)
 
     def lines(self) -> Optional[LineTable]:
         if self._lines is None and self.program() is not None:
@@ -303,8 +346,7 @@ class Unit:
         try:
             return self._chain(address)
         except Unsupported:
-            self.walk = _Parsed(self)
-            self._index()
+            self._use_pyelftools()
             return self._chain(address)
 
     def _chain(self, address: int) -> List[Node]:
