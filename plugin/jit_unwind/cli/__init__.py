@@ -24,14 +24,27 @@ class _Formatter(argparse.HelpFormatter):
         return super()._fill_text(text, width, indent)
 
 
-def _parser() -> argparse.ArgumentParser:
-    from . import attach, core, doctor, install, interactive
+COMMANDS = ("core", "attach", "install", "doctor", "gdb", "lldb")
+
+
+def _modules(argv: Optional[List[str]]) -> list:
+    """The subcommands' modules: only the one named when the command line starts with
+    it (its parser is all argparse will use; the others' imports cost ~10 ms)."""
+    import importlib
+    first = argv[0] if argv else ""
+    names = ["core", "attach", "install", "doctor", "interactive"]
+    if first in COMMANDS:
+        names = ["interactive" if first in ("gdb", "lldb") else first]
+    return [importlib.import_module(f"{__name__}.{name}") for name in names]
+
+
+def _parser(argv: Optional[List[str]] = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="jit-unwind", epilog=EPILOG, formatter_class=_Formatter,
         description="Mixed Python and native stacks through JIT code, from a core file or "
                     "a live process, with GDB or LLDB.")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (core, attach, install, doctor, interactive):
+    for module in _modules(argv):
         module.add_parser(subparsers, EPILOG)
     for subparser in subparsers.choices.values():
         subparser.formatter_class = _Formatter
@@ -41,7 +54,9 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Optional[List[str]] = None) -> int:
     """Run ``jit-unwind ARGV``; errors are one line on stderr and an exit status."""
     try:
-        options = _parser().parse_args(argv)
+        if argv is None:
+            argv = sys.argv[1:]
+        options = _parser(argv).parse_args(argv)
         return options.run(options)
     except CliError as error:
         print(f"jit-unwind: {error}", file=sys.stderr)
