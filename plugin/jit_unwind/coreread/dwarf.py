@@ -16,7 +16,8 @@ from .dies import Unsupported
 from .headers import unit_offsets
 from .sections import DebugSections, read_aranges
 from .symbols import file_symbols, separate_debug_file
-from .units import SourceFrame, Unit
+from .frame_cache import FrameCache
+from .units import RawFrame, SourceFrame, Unit, source_frame
 
 __all__ = ["DwarfFile", "SourceFrame", "source_frames"]
 
@@ -77,7 +78,7 @@ class DwarfFile:
                 self._units[offset] = None
         return self._units[offset]
 
-    def frames(self, address: int) -> List[SourceFrame]:
+    def raw_frames(self, address: int) -> List[RawFrame]:
         """The functions at file address ``address``, innermost first; [] when DWARF
         does not cover it."""
         offset = self._unit_offset(address)
@@ -85,25 +86,52 @@ class DwarfFile:
         if unit is None:
             return []
         try:
-            return unit.frames(address)
+            return unit.raw_frames(address)
         except Exception:  # DWARF neither reader can decode: the symbol tables' name
             return []
 
 
-def _open(path: str) -> Optional[DwarfFile]:
+class _Answers:
+    """One file's DWARF behind the answers kept on disk (``frame_cache``): the DWARF
+    is opened only for a pc not kept."""
+
+    def __init__(self, path: str, dwarf: Optional[DwarfFile]):
+        self.path = path
+        self._dwarf = dwarf
+        self.kept = FrameCache(path)
+
+    def frames(self, address: int) -> List[SourceFrame]:
+        kept = self.kept.get(address)
+        if kept is not None:
+            try:
+                return [source_frame(raw) for raw in kept]
+            except (TypeError, ValueError):  # not what this reader writes
+                pass
+        if self._dwarf is None:
+            self._dwarf = DwarfFile(self.path)
+        raw = self._dwarf.raw_frames(address)
+        self.kept.put(address, raw)
+        return [source_frame(item) for item in raw]
+
+
+def _open(path: str) -> Optional[_Answers]:
     symbols = file_symbols(path)
     if symbols is None:
         return None
     debug = path if symbols.has_dwarf else separate_debug_file(path)
     if debug is None:
         return None
+    answers = _Answers(debug, None)
+    if answers.kept.loaded:
+        return answers  # its DWARF was read before: opened only if a new pc needs it
     found = DwarfFile(debug)
-    return found if found.has_debug_info else None
+    if not found.has_debug_info:
+        return None
+    answers._dwarf = found
+    return answers
 
 
-_files: FileCache[Optional[DwarfFile]] = FileCache(64)
-
-
+_files: FileCache[Optional[_Answers]] = FileCache(64)
 def source_frames(path: str, file_address: int) -> List[SourceFrame]:
     """The functions (inlined ones first) at ``file_address`` of mapped file ``path``,
     from its DWARF; [] without."""

@@ -27,6 +27,10 @@ class SourceFrame(NamedTuple):
     line: Optional[int]
 
 
+SourceFile = Tuple[str, str]  # the line table's name, the full path made of it
+RawFrame = Tuple[Optional[str], Optional[SourceFile], Optional[int]]
+
+
 def _shown_name(linkage: Optional[str], plain: Optional[str]) -> Optional[str]:
     """GDB prints a C function by its linkage name (``__GI_raise``); a mangled C++ one
     it demangles, which is not done here: its DWARF name instead."""
@@ -164,7 +168,7 @@ class Unit:
         self._lines: Optional[LineTable] = None
         self._program = None
         self._names: Dict[int, Optional[str]] = {}
-        self._files: Dict[int, Optional[str]] = {}
+        self._files: Dict[int, Optional[SourceFile]] = {}
         try:
             info, abbrevs = sections.get("info"), sections.get("abbrev")
             if info is None or abbrevs is None:
@@ -276,14 +280,14 @@ class Unit:
             self._lines = LineTable(self.program())
         return self._lines
 
-    def file_name(self, index: int) -> Optional[str]:
-        """The path shown for file ``index`` of the line table (as GDB's symtab's
-        filename and fullname make it)."""
+    def source_file(self, index: int) -> Optional[SourceFile]:
+        """File ``index`` of the line table: its name there and the full path GDB
+        makes of it (before it looks for the file: ``shown_file``)."""
         if index not in self._files:
-            self._files[index] = self._file_name(index)
+            self._files[index] = self._source_file(index)
         return self._files[index]
 
-    def _file_name(self, index: int) -> Optional[str]:
+    def _source_file(self, index: int) -> Optional[SourceFile]:
         program = self.program()
         if program is None:
             return None
@@ -304,9 +308,7 @@ class Unit:
         filename = name if os.path.isabs(name) or not directory \
             else os.path.join(directory, name)
         full = filename if os.path.isabs(filename) else os.path.join(self.comp_dir, filename)
-        if os.path.exists(full):  # GDB's fullname of a source it finds is its real path
-            full = os.path.realpath(full)
-        return shown_source_path(filename, full)
+        return filename, full
 
     def name(self, offset: int) -> Optional[str]:
         """The function's name as GDB prints a C function: its linkage name where
@@ -380,19 +382,37 @@ class Unit:
                 return child
         return None
 
-    def frames(self, address: int) -> List[SourceFrame]:
+    def raw_frames(self, address: int) -> List[RawFrame]:
+        """The functions at ``address``, innermost first, their files as the line
+        table names them (``source_frame`` makes them SourceFrames)."""
         chain = self.chain(address)
         if not chain:
             return []
         lines = self.lines()
         row = lines.row_at(address) if lines is not None else None
-        filename = self.file_name(row[0]) if row is not None else None
+        source = self.source_file(row[0]) if row is not None else None
         line = row[1] if row is not None else None
-        frames = []
+        frames: List[RawFrame] = []
         for node in reversed(chain):
-            frames.append(SourceFrame(self.name(node.offset), filename,
-                                      line if filename else None))
-            filename = self.file_name(node.call_file) if node.call_file is not None \
+            frames.append((self.name(node.offset), source,
+                           line if source is not None else None))
+            source = self.source_file(node.call_file) if node.call_file is not None \
                 else None
             line = node.call_line
         return frames
+
+
+def shown_file(source: Optional[SourceFile]) -> Optional[str]:
+    """The path shown for a line table's file (as GDB's symtab's filename and fullname
+    make it): a source found on disk by its real path."""
+    if source is None:
+        return None
+    filename, full = source
+    if os.path.exists(full):  # GDB's fullname of a source it finds is its real path
+        full = os.path.realpath(full)
+    return shown_source_path(filename, full)
+
+
+def source_frame(raw: RawFrame) -> SourceFrame:
+    name, source, line = raw
+    return SourceFrame(name, shown_file(source), line)
