@@ -255,6 +255,11 @@ def unwind_with_cfi(memory, path: str, file_pc: int, registers: Dict[str, int]
     except (Unsupported, IndexError, ValueError, struct.error, KeyError):
         row = _UNREAD
     if row is _UNREAD:
+        import importlib.util
+        if importlib.util.find_spec("elftools") is None:
+            from .sections import needed_pyelftools
+            needed_pyelftools("call frame information")
+            return None
         return cfi.unwind_with_cfi(memory, path, file_pc, registers)
     if row is None:
         return None

@@ -112,10 +112,28 @@ class DebugSections:
         return self._pyelftools
 
 
+_missing: List[str] = []  # what needed pyelftools in a Python without it
+
+
+def needed_pyelftools(what: str) -> None:
+    """Note that ``what`` needed pyelftools and it is not installed (said once, after
+    the stacks: ``missing_pyelftools``)."""
+    if what not in _missing:
+        _missing.append(what)
+
+
+def missing_pyelftools() -> List[str]:
+    return list(_missing)
+
+
 def _pyelftools_dwarf(sections: DebugSections):
     import io
-    from elftools.dwarf.dwarfinfo import DebugSectionDescriptor
-    from elftools.elf.elffile import ELFFile
+    try:
+        from elftools.dwarf.dwarfinfo import DebugSectionDescriptor
+        from elftools.elf.elffile import ELFFile
+    except ImportError:
+        needed_pyelftools("DWARF")
+        raise
 
     class Lean(ELFFile):
         """No section read before it is used; no relocations looked for (linked
