@@ -16,12 +16,44 @@ EPILOG = """exit status:
 
 
 class _Formatter(argparse.HelpFormatter):
-    """Paragraphs wrapped, but a text laid out in lines (the exit statuses) kept so."""
+    """Paragraphs wrapped, but a text laid out in lines (the exit statuses) kept so.
+    The terminal's width found as shutil.get_terminal_size finds it, without importing
+    shutil (and bz2, lzma, fnmatch with it): argparse makes a formatter for every
+    option added, and every run of the command pays for that import."""
+
+    def __init__(self, prog, indent_increment=2, max_help_position=24, width=None):
+        if width is None:
+            width = _terminal_columns() - 2
+        super().__init__(prog, indent_increment, max_help_position, width)
 
     def _fill_text(self, text, width, indent):
         if "\n" in text:
             return "".join(indent + line for line in text.splitlines(keepends=True))
         return super()._fill_text(text, width, indent)
+
+
+def _terminal_columns() -> int:
+    """shutil.get_terminal_size().columns: $COLUMNS, else the terminal's, else 80."""
+    import os
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+class _Parser(argparse.ArgumentParser):
+    """Subcommands' parsers with our formatter from the start (their options are
+    added before the caller could set it)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
 
 
 COMMANDS = ("core", "attach", "install", "doctor", "gdb", "lldb")
@@ -43,7 +75,8 @@ def _parser(argv: Optional[List[str]] = None) -> argparse.ArgumentParser:
         prog="jit-unwind", epilog=EPILOG, formatter_class=_Formatter,
         description="Mixed Python and native stacks through JIT code, from a core file or "
                     "a live process, with GDB or LLDB.")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
+                                       parser_class=_Parser)
     for module in _modules(argv):
         module.add_parser(subparsers, EPILOG)
     for subparser in subparsers.choices.values():
