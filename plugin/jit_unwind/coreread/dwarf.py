@@ -12,8 +12,6 @@ import bisect
 from typing import Dict, List, Optional, Tuple
 
 from ..file_cache import FileCache
-from .dies import Unsupported
-from .headers import unit_offsets
 from .sections import DebugSections, read_aranges
 from .symbols import file_symbols, separate_debug_file
 from .frame_cache import FrameCache
@@ -58,8 +56,8 @@ class DwarfFile:
 
     def _all_units(self) -> List[int]:
         try:
-            return list(unit_offsets(self.sections.get("info") or b""))
-        except Unsupported:
+            return self.sections.unit_offsets()
+        except ValueError:  # 64-bit DWARF
             return [cu.cu_offset for cu in self.sections.pyelftools_dwarf().iter_CUs()]
 
     def _covering(self, address: int) -> Optional[int]:

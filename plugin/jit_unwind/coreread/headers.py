@@ -61,19 +61,6 @@ class UnitHeader:
         return self.cu_offset + 4 + self["unit_length"]
 
 
-def unit_offsets(data: bytes, limit: int = 1_000_000):
-    """The offset of each unit of ``.debug_info`` (32-bit DWARF), in order."""
-    at = 0
-    for _ in range(limit):
-        if at + 11 > len(data):
-            return
-        length = int.from_bytes(data[at:at + 4], "little")
-        if length >= 0xFFFFFFF0:
-            raise Unsupported("64-bit DWARF")
-        yield at
-        at += 4 + length
-
-
 class FileEntry(NamedTuple):
     name: bytes
     dir_index: int

@@ -170,7 +170,7 @@ class Unit:
         self._names: Dict[int, Optional[str]] = {}
         self._files: Dict[int, Optional[SourceFile]] = {}
         try:
-            info, abbrevs = sections.get("info"), sections.get("abbrev")
+            info, abbrevs = sections.unit_bytes(offset), sections.get("abbrev")
             if info is None or abbrevs is None:
                 raise Unsupported("no .debug_info or .debug_abbrev")
             self.cu = UnitHeader(info, offset)
