@@ -112,9 +112,10 @@ class LineProgram:
         if not 0 < start <= end:
             raise Unsupported("a line program header past its program")
         self.header = header
-        self.program_start_offset = start
-        self.program_end_offset = end
-        self.stream = io.BytesIO(data)  # shares the bytes
+        # Its opcodes alone (the section may be read only in parts: no copy of it all)
+        self.stream = io.BytesIO(bytes(data[start:end]))
+        self.program_start_offset = 0
+        self.program_end_offset = end - start
 
     def _strings_until_empty(self, at: int):
         found: List[bytes] = []

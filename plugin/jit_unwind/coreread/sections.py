@@ -87,7 +87,9 @@ class DebugSections:
         self._handle = open(path, "rb")  # kept for the file's life
         self._headers = RawElf(self._handle, path).sections
         self._bytes: Dict[str, Optional[bytes]] = {}
-        self._units: Optional[bytearray] = None  # .debug_info, the units read (unit_bytes)
+        # sections read in parts (_part): name -> (buffer, offsets of the units read)
+        self._parts: Dict[str, Tuple[bytearray, set]] = {}
+        self._sources: Dict[str, Optional[Tuple[object, int, int]]] = {}
         self._pyelftools = None
 
     def has(self, name: str) -> bool:
@@ -106,48 +108,83 @@ class DebugSections:
         return self._bytes[name]
 
     def unit_bytes(self, offset: int):
-        """``.debug_info`` with (at least) the unit at ``offset`` read: the whole section
-        when it was read already or is compressed, else a section-sized buffer that
-        holds only the units asked for (CPython's is 16 MB, of which a backtrace reads
-        a few units: reading it all was ~10 ms of a run, most of it page faults)."""
-        header = self._headers.get(".debug_info")
-        if header is None:
-            return None
-        if self._bytes.get("info") is not None or header["sh_flags"] & SHF_COMPRESSED \
-                or header["sh_type"] == SHT_NOBITS:
-            return self.get("info")
-        size = header["sh_size"]
-        if self._units is None:
-            self._units = bytearray(size)  # zero pages, faulted in only where read
-            self._read_units: Dict[int, int] = {}
-        if offset not in self._read_units and 0 <= offset < size:
-            end = min(size, offset + 12)
-            self._fill(header, offset, end)
-            length = int.from_bytes(self._units[offset:offset + 4], "little")
+        """``.debug_info`` with (at least) the unit at ``offset`` read (``_part``)."""
+        return self._part("info", offset)
+
+    def line_bytes(self, offset: int):
+        """``.debug_line`` with (at least) the line program at ``offset`` read."""
+        return self._part("line", offset)
+
+    def _part(self, name: str, offset: int):
+        """Section ``name`` with the unit at ``offset`` (a 32-bit length, then as many
+        bytes) read: a section-sized buffer holding only the units asked for, or the
+        whole section when it was read already or cannot be read in parts (compressed
+        and not inflated on disk yet).  CPython's .debug_info is 16 MB, of which a
+        backtrace reads a few units: reading it whole was ~10 ms, mostly page faults."""
+        if self._bytes.get(name) is not None:
+            return self._bytes[name]
+        source = self._source(name)
+        if source is None:
+            return self.get(name)
+        handle, base, size = source
+        part = self._parts.get(name)
+        if part is None:
+            part = self._parts[name] = (bytearray(size), set())  # zero pages, untouched
+        data, read = part
+        if offset not in read and 0 <= offset < size:
+            self._fill(handle, base, data, offset, min(size, offset + 4))
+            length = int.from_bytes(data[offset:offset + 4], "little")
             if length < 0xFFFFFFF0:
-                end = min(size, offset + 4 + length)
-            self._fill(header, offset, end)
-            self._read_units[offset] = end
-        return self._units
+                self._fill(handle, base, data, offset, min(size, offset + 4 + length))
+            read.add(offset)
+        return data
+
+    def _source(self, name: str) -> Optional[Tuple[object, int, int]]:
+        """(open file, offset, size) of section ``name``'s bytes as the reader uses
+        them: in the ELF file, or (compressed) in the inflated copy on disk; None
+        when they are not on disk as such."""
+        if name in self._sources:
+            return self._sources[name]
+        header = self._headers.get(f".debug_{name}")
+        found = None
+        if header is not None and header["sh_type"] != SHT_NOBITS:
+            if not header["sh_flags"] & SHF_COMPRESSED:
+                found = (self._handle, header["sh_offset"], header["sh_size"])
+            else:
+                from .section_cache import cached_copy
+                section = DebugSection(self._handle, header.name, header)
+                entry = cached_copy(self.path, section)
+                if entry is not None:
+                    try:
+                        found = (open(entry, "rb"), 0, section.data_size)
+                    except OSError:
+                        found = None
+        self._sources[name] = found
+        return found
+
+    @staticmethod
+    def _fill(handle, base: int, data: bytearray, start: int, end: int) -> None:
+        handle.seek(base + start)
+        handle.readinto(memoryview(data)[start:end])
 
     def unit_offsets(self, limit: int = 1_000_000) -> List[int]:
         """The offset of each unit of ``.debug_info`` (32-bit DWARF), from their headers
         alone where the section is not read whole.  Raises ValueError for 64-bit
         DWARF."""
-        header = self._headers.get(".debug_info")
-        if header is None:
-            return []
-        if self._bytes.get("info") is not None or header["sh_flags"] & SHF_COMPRESSED \
-                or header["sh_type"] == SHT_NOBITS:
+        source = None if self._bytes.get("info") is not None else self._source("info")
+        if source is None:
             data = self.get("info") or b""
+            size = len(data)
 
             def read(at: int) -> bytes:
                 return data[at:at + 4]
         else:
+            handle, base, size = source
+
             def read(at: int) -> bytes:
-                self._handle.seek(header["sh_offset"] + at)
-                return self._handle.read(4)
-        size, at, found = self._size("info"), 0, []
+                handle.seek(base + at)
+                return handle.read(4)
+        at, found = 0, []
         while at + 11 <= size and len(found) < limit:
             length = int.from_bytes(read(at), "little")
             if length >= 0xFFFFFFF0:
@@ -155,19 +192,6 @@ class DebugSections:
             found.append(at)
             at += 4 + length
         return found
-
-    def _size(self, name: str) -> int:
-        data = self._bytes.get(name)
-        if data is not None:
-            return len(data)
-        header = self._headers[f".debug_{name}"]
-        if header["sh_flags"] & SHF_COMPRESSED:
-            return len(self.get(name) or b"")
-        return header["sh_size"]
-
-    def _fill(self, header, start: int, end: int) -> None:
-        self._handle.seek(header["sh_offset"] + start)
-        self._handle.readinto(memoryview(self._units)[start:end])
 
     def pyelftools_dwarf(self):
         """pyelftools' DWARFInfo of the file, its sections shared with ours: for the

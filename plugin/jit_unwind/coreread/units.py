@@ -263,7 +263,7 @@ class Unit:
 
     def _read_program(self):
         if self.stmt_list is not None:  # the unit's own entry gave the offset
-            line = self.sections.get("line")
+            line = self.sections.line_bytes(self.stmt_list)
             try:
                 if line is not None:
                     return LineProgram(line, self.stmt_list, self.sections.get("str"),
