@@ -10,7 +10,8 @@ GDB's ``gcore`` writes it.  On it, each tool once per round (rounds alternate th
 order), whole processes from start to end, as a user runs them:
 
 * ``jit-unwind core --debugger none`` and ``--python-only --debugger none`` (this
-  checkout's plugin, no debugger);
+  checkout's plugin, no debugger), and the first once more with its on-disk caches off
+  (what DWARF said at each pc, inflated sections: a first run on this machine);
 * ``jit-unwind core`` and ``--python-only`` through GDB (``--gdb``, default gdb on
   PATH);
 * ``pystack core CORE PYTHON --native`` and ``pystack core CORE PYTHON`` (``--pystack``,
@@ -43,6 +44,9 @@ from py_mixed_bt import FUNCTION, clean_environment, make_core
 from bt_overhead import markdown_table, positive_int
 
 GOAL_GDB = 1.5
+# --debugger none as on a machine's first run: no DWARF answers or inflated sections
+# kept from an earlier one (coreread/frame_cache.py, coreread/section_cache.py).
+COLD = ("JIT_UNWIND_FRAME_CACHE=0", "JIT_UNWIND_SECTION_CACHE=0")
 
 
 def default_python() -> Optional[str]:
@@ -68,6 +72,8 @@ def jit_unwind(*args: str) -> List[str]:
 def tools(core: Path, python: str, gdb: str, pystack: Optional[str]) -> Dict[str, List[str]]:
     found = {
         "jit-unwind core --debugger none": jit_unwind("--debugger", "none", str(core), python),
+        "jit-unwind core --debugger none, caches off":
+            ["env", *COLD, *jit_unwind("--debugger", "none", str(core), python)],
         "jit-unwind core --python-only --debugger none":
             jit_unwind("--python-only", "--debugger", "none", str(core), python),
         "jit-unwind core (GDB)": jit_unwind("--debugger", gdb, str(core), python),
@@ -81,6 +87,7 @@ def tools(core: Path, python: str, gdb: str, pystack: Optional[str]) -> Dict[str
 
 
 RIVALS = {"jit-unwind core --debugger none": "pystack core --native",
+          "jit-unwind core --debugger none, caches off": "pystack core --native",
           "jit-unwind core --python-only --debugger none": "pystack core",
           "jit-unwind core (GDB)": "pystack core --native",
           "jit-unwind core --python-only (GDB)": "pystack core"}

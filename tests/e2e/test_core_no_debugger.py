@@ -77,13 +77,15 @@ def test_a_file_that_is_no_core(tmp_path):
 def test_inflated_sections_are_kept_and_read_back_the_same(threads_core, tmp_path):
     """libc's /usr/lib/debug file compresses its DWARF: the sections inflated are kept
     in $XDG_CACHE_HOME/jit-unwind/dwarf-sections, and the next run, a run after an entry
-    was damaged and a run with the cache off print the same stacks."""
+    was damaged and a run with the cache off print the same stacks.  (The answers kept
+    per pc would spare the later runs the DWARF: kept off here.)"""
     python, core = threads_core
     cache = tmp_path / "cache"
 
     def run(cache_home, **env):
         return jit_unwind("core", "--debugger", "none", core, python,
-                          env={"XDG_CACHE_HOME": str(cache_home), **env})
+                          env={"XDG_CACHE_HOME": str(cache_home),
+                               "JIT_UNWIND_FRAME_CACHE": "0", **env})
 
     first = run(cache)
     assert first.returncode == 0 and "[jit] spin (" in first.stdout, first
@@ -95,4 +97,28 @@ def test_inflated_sections_are_kept_and_read_back_the_same(threads_core, tmp_pat
     assert run(cache).stdout == first.stdout
     assert kept[0].stat().st_size > 100
     off = run(tmp_path / "off", JIT_UNWIND_SECTION_CACHE="0")
+    assert off.stdout == first.stdout and not (tmp_path / "off").exists(), off
+
+
+def test_frames_are_kept_and_read_back_the_same(threads_core, tmp_path):
+    """What DWARF says at each pc is kept in $XDG_CACHE_HOME/jit-unwind/dwarf-frames:
+    the next run, a run after an entry was damaged and a run with the cache off print
+    the same stacks (functions, inlined ones, files and lines)."""
+    python, core = threads_core
+    cache = tmp_path / "cache"
+
+    def run(cache_home, **env):
+        return jit_unwind("core", "--debugger", "none", core, python,
+                          env={"XDG_CACHE_HOME": str(cache_home), **env})
+
+    first = run(cache)
+    assert first.returncode == 0 and "[jit] spin (" in first.stdout, first
+    assert " at " in first.stdout and ".c:" in first.stdout, first.stdout
+    kept = sorted((cache / "jit-unwind" / "dwarf-frames").glob("*.frames"))
+    assert kept, first.stderr
+    assert run(cache).stdout == first.stdout
+    for entry in kept:  # garbage where the answers were: read from DWARF again
+        entry.write_bytes(b"\x00garbage")
+    assert run(cache).stdout == first.stdout
+    off = run(tmp_path / "off", JIT_UNWIND_FRAME_CACHE="0", JIT_UNWIND_SECTION_CACHE="0")
     assert off.stdout == first.stdout and not (tmp_path / "off").exists(), off

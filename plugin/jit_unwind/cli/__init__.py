@@ -16,7 +16,15 @@ EPILOG = """exit status:
 
 
 class _Formatter(argparse.HelpFormatter):
-    """Paragraphs wrapped, but a text laid out in lines (the exit statuses) kept so."""
+    """Paragraphs wrapped, but a text laid out in lines (the exit statuses) kept so.
+    The terminal's width found as shutil.get_terminal_size finds it, without importing
+    shutil (and bz2, lzma, fnmatch with it): argparse makes a formatter for every
+    option added, and every run of the command pays for that import."""
+
+    def __init__(self, prog, indent_increment=2, max_help_position=24, width=None):
+        if width is None:
+            width = _terminal_columns() - 2
+        super().__init__(prog, indent_increment, max_help_position, width)
 
     def _fill_text(self, text, width, indent):
         if "\n" in text:
@@ -24,14 +32,52 @@ class _Formatter(argparse.HelpFormatter):
         return super()._fill_text(text, width, indent)
 
 
-def _parser() -> argparse.ArgumentParser:
-    from . import attach, core, doctor, install, interactive
+def _terminal_columns() -> int:
+    """shutil.get_terminal_size().columns: $COLUMNS, else the terminal's, else 80."""
+    import os
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+class _Parser(argparse.ArgumentParser):
+    """Subcommands' parsers with our formatter from the start (their options are
+    added before the caller could set it)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
+
+COMMANDS = ("core", "attach", "install", "doctor", "gdb", "lldb")
+
+
+def _modules(argv: Optional[List[str]]) -> list:
+    """The subcommands' modules: only the one named when the command line starts with
+    it (its parser is all argparse will use; the others' imports cost ~10 ms)."""
+    import importlib
+    first = argv[0] if argv else ""
+    names = ["core", "attach", "install", "doctor", "interactive"]
+    if first in COMMANDS:
+        names = ["interactive" if first in ("gdb", "lldb") else first]
+    return [importlib.import_module(f"{__name__}.{name}") for name in names]
+
+
+def _parser(argv: Optional[List[str]] = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="jit-unwind", epilog=EPILOG, formatter_class=_Formatter,
         description="Mixed Python and native stacks through JIT code, from a core file or "
                     "a live process, with GDB or LLDB.")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (core, attach, install, doctor, interactive):
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
+                                       parser_class=_Parser)
+    for module in _modules(argv):
         module.add_parser(subparsers, EPILOG)
     for subparser in subparsers.choices.values():
         subparser.formatter_class = _Formatter
@@ -41,7 +87,9 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Optional[List[str]] = None) -> int:
     """Run ``jit-unwind ARGV``; errors are one line on stderr and an exit status."""
     try:
-        options = _parser().parse_args(argv)
+        if argv is None:
+            argv = sys.argv[1:]
+        options = _parser(argv).parse_args(argv)
         return options.run(options)
     except CliError as error:
         print(f"jit-unwind: {error}", file=sys.stderr)

@@ -2,17 +2,17 @@
 that loads the plugin (the loaders shipped in ``jit_unwind/loaders``)."""
 
 import os
-import shutil
-import subprocess
 import sys
-from pathlib import Path
 from typing import List, Optional, Sequence
 
 from .errors import FAILED, USAGE, CliError
 
-LOADERS = Path(__file__).resolve().parent.parent / "loaders"
-GDB_LOADER = LOADERS / "gdb_init.py"
-LLDB_LOADER = LOADERS / "lldb_init.py"
+# Paths as strings, shutil and subprocess imported where used: ``core --debugger none``
+# runs no debugger, and pathlib, shutil and subprocess are ~10 ms of imports.
+LOADERS = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))),
+                       "loaders")
+GDB_LOADER = os.path.join(LOADERS, "gdb_init.py")
+LLDB_LOADER = os.path.join(LOADERS, "lldb_init.py")
 CHOICES = "gdb|gdb18|lldb|none|PATH"
 TIMEOUT = 600
 # Printed by the debugger just before the stack, so that its own start-up chatter
@@ -36,12 +36,13 @@ class Debugger:
 def beside_python(name: str) -> Optional[str]:
     """A program installed next to this Python (a venv's gdb-for-pwndbg or
     lldb-for-pwndbg wrapper)."""
-    path = Path(sys.executable).parent / name
-    return str(path) if path.is_file() and os.access(path, os.X_OK) else None
+    path = os.path.join(os.path.dirname(sys.executable), name)
+    return path if os.path.isfile(path) and os.access(path, os.X_OK) else None
 
 
 def find_debugger(choice: str) -> Debugger:
     """The debugger ``--debugger CHOICE`` names; CliError when it is not installed."""
+    import shutil
     if choice == "gdb":
         found = shutil.which("gdb")
         kind = "gdb"
@@ -54,7 +55,7 @@ def find_debugger(choice: str) -> Debugger:
     else:
         found = shutil.which(choice) if os.sep not in choice else (
             choice if os.access(choice, os.X_OK) else None)
-        kind = "lldb" if "lldb" in Path(choice).name else "gdb"
+        kind = "lldb" if "lldb" in os.path.basename(choice) else "gdb"
     if not found:
         hint = {"gdb": "install it (apt-get install gdb)",
                 "gdb18": "pip install gdb-for-pwndbg into this Python's environment",
@@ -143,6 +144,7 @@ class BatchResult:
 
 
 def run_batch(argv: List[str], debugger: Debugger) -> BatchResult:
+    import subprocess
     try:
         result = subprocess.run(argv, capture_output=True, text=True, errors="replace",
                                 stdin=subprocess.DEVNULL, timeout=TIMEOUT,

@@ -34,11 +34,6 @@ def run_core(core: str, executable: str, named: Optional[str], options) -> Batch
         _use_executable(process, named, executable)
     except (OSError, ValueError) as error:
         raise CliError(f"cannot read core file {core}: {error}") from None
-    import importlib.util  # find_spec: pyelftools is imported only if a walk needs it
-    if importlib.util.find_spec("elftools") is None:
-        process.warn(f"pyelftools is not installed in {sys.executable}: native frames are "
-                     "found by frame pointers only and named by the symbol tables, without "
-                     "files and lines (pip install pyelftools)")
     errors = ""
     try:
         output = py_mixed_bt(process, process.cache, argv) + "\n"
@@ -47,6 +42,13 @@ def run_core(core: str, executable: str, named: Optional[str], options) -> Batch
     except Exception as error:  # a core we cannot make sense of: one line, no traceback
         raise CliError(f"cannot read the stacks of {core}: {type(error).__name__}: {error}",
                        FAILED) from None
+    from ..coreread.sections import missing_pyelftools
+    missing = missing_pyelftools()  # the quick readers' fallbacks (most files need none)
+    if missing:
+        process.warn(f"pyelftools is not installed in {sys.executable}: where "
+                     f"{' and '.join(missing)} needed it, native frames are found by frame "
+                     "pointers only and named by the symbol tables, without files and "
+                     "lines (pip install pyelftools)")
     for warning in process.warnings:
         errors += warning if warning.startswith("jit-unwind: ") else f"jit-unwind: {warning}"
         errors += "\n"

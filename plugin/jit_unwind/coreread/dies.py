@@ -7,7 +7,7 @@ function holding a pc in CPython's ceval.c passes thousands.  Anything unusual h
 
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
-from ..leb128 import read_uleb, sleb_end
+from ..leb128 import read_sleb, read_uleb
 
 KEPT = {"DW_AT_low_pc", "DW_AT_high_pc", "DW_AT_ranges", "DW_AT_sibling",
         "DW_AT_call_file", "DW_AT_call_line", "DW_AT_name", "DW_AT_linkage_name",
@@ -46,27 +46,75 @@ class Entry(NamedTuple):
     attributes: Dict[str, Tuple[str, int]]  # the KEPT ones: form, value
 
 
+# DWARF's numbers by name: every form (an unknown one is passed on as its number, and
+# Unsupported when met), the attributes in KEPT and the tags the reader looks for;
+# other attributes and tags are only skipped or compared, so their numbers do.
+FORMS = {
+    0x01: "DW_FORM_addr", 0x03: "DW_FORM_block2", 0x04: "DW_FORM_block4",
+    0x05: "DW_FORM_data2", 0x06: "DW_FORM_data4", 0x07: "DW_FORM_data8",
+    0x08: "DW_FORM_string", 0x09: "DW_FORM_block", 0x0A: "DW_FORM_block1",
+    0x0B: "DW_FORM_data1", 0x0C: "DW_FORM_flag", 0x0D: "DW_FORM_sdata",
+    0x0E: "DW_FORM_strp", 0x0F: "DW_FORM_udata", 0x10: "DW_FORM_ref_addr",
+    0x11: "DW_FORM_ref1", 0x12: "DW_FORM_ref2", 0x13: "DW_FORM_ref4", 0x14: "DW_FORM_ref8",
+    0x15: "DW_FORM_ref_udata", 0x16: "DW_FORM_indirect", 0x17: "DW_FORM_sec_offset",
+    0x18: "DW_FORM_exprloc", 0x19: "DW_FORM_flag_present", 0x1A: "DW_FORM_strx",
+    0x1B: "DW_FORM_addrx", 0x1C: "DW_FORM_ref_sup4", 0x1D: "DW_FORM_strp_sup",
+    0x1E: "DW_FORM_data16", 0x1F: "DW_FORM_line_strp", 0x20: "DW_FORM_ref_sig8",
+    0x21: "DW_FORM_implicit_const", 0x22: "DW_FORM_loclistx", 0x23: "DW_FORM_rnglistx",
+    0x24: "DW_FORM_ref_sup8", 0x25: "DW_FORM_strx1", 0x26: "DW_FORM_strx2",
+    0x27: "DW_FORM_strx3", 0x28: "DW_FORM_strx4", 0x29: "DW_FORM_addrx1",
+    0x2A: "DW_FORM_addrx2", 0x2B: "DW_FORM_addrx3", 0x2C: "DW_FORM_addrx4"}
+ATTRIBUTES = {
+    0x01: "DW_AT_sibling", 0x03: "DW_AT_name", 0x10: "DW_AT_stmt_list",
+    0x11: "DW_AT_low_pc", 0x12: "DW_AT_high_pc", 0x1B: "DW_AT_comp_dir",
+    0x31: "DW_AT_abstract_origin", 0x47: "DW_AT_specification", 0x55: "DW_AT_ranges",
+    0x58: "DW_AT_call_file", 0x59: "DW_AT_call_line", 0x6E: "DW_AT_linkage_name",
+    0x72: "DW_AT_str_offsets_base", 0x73: "DW_AT_addr_base", 0x74: "DW_AT_rnglists_base",
+    0x2007: "DW_AT_MIPS_linkage_name"}
+TAGS = {0x0B: "DW_TAG_lexical_block", 0x11: "DW_TAG_compile_unit",
+        0x1D: "DW_TAG_inlined_subroutine", 0x2E: "DW_TAG_subprogram"}
 
 
+# How an entry's attributes are passed: one step per attribute, fixed-size ones no one
+# keeps merged into one skip (the pass over a unit's entries is most of a pc's cost).
+SKIP, FIXED_KEPT, ULEB, ULEB_KEPT, SLEB, STRING, STRING_KEPT, BLOCK, BLOCK_FIXED, \
+    CONSTANT, UNDECODED = range(11)
 
 
-_NAMES: Dict[str, Dict[int, str]] = {}
-
-
-def _names(kind: str) -> Dict[int, str]:
-    """pyelftools' names of DWARF's numbers (tags, attributes, forms), by number."""
-    if kind not in _NAMES:
-        from elftools.dwarf import enums
-        table = getattr(enums, f"ENUM_DW_{kind}")
-        _NAMES[kind] = {number: name for name, number in table.items()
-                        if isinstance(number, int)}
-    return _NAMES[kind]
+def _steps(specs: List[Tuple[str, str, int]]) -> tuple:
+    steps: List[tuple] = []
+    for name, form, constant in specs:
+        keep = name in KEPT
+        size = FIXED.get(form)
+        if form == "DW_FORM_implicit_const":
+            if keep:
+                steps.append((CONSTANT, name, form, constant))
+        elif size is not None:
+            if keep:
+                steps.append((FIXED_KEPT, name, form, size))
+            elif steps and steps[-1][0] == SKIP:
+                steps[-1] = (SKIP, None, None, steps[-1][3] + size)
+            elif size:
+                steps.append((SKIP, None, None, size))
+        elif form in LEB:
+            steps.append((ULEB_KEPT, name, form, 0) if keep else (ULEB, None, form, 0))
+        elif form == "DW_FORM_sdata":
+            steps.append((SLEB, None, form, 0))
+        elif form == "DW_FORM_string":
+            steps.append((STRING_KEPT, name, form, 0) if keep else (STRING, None, form, 0))
+        elif form in ("DW_FORM_exprloc", "DW_FORM_block"):
+            steps.append((BLOCK, None, form, 0))
+        elif form in BLOCKS:
+            steps.append((BLOCK_FIXED, None, form, BLOCKS[form]))
+        else:  # DW_FORM_indirect and forms not listed
+            steps.append((UNDECODED, None, form, 0))
+    return tuple(steps)
 
 
 def read_abbrevs(data: bytes, at: int) -> Dict[int, tuple]:
     """The abbreviation table at ``at`` of .debug_abbrev: code -> (tag, has children,
-    [(attribute, form)]) with DWARF's names."""
-    tags, attributes, forms = _names("TAG"), _names("AT"), _names("FORM")
+    the steps that pass its attributes) with DWARF's names."""
+    tags, attributes, forms = TAGS, ATTRIBUTES, FORMS
     table: Dict[int, tuple] = {}
     while at < len(data):
         code, at = read_uleb(data, at)
@@ -82,10 +130,11 @@ def read_abbrevs(data: bytes, at: int) -> Dict[int, tuple]:
             if name == 0 and form == 0:
                 break
             form_name = forms.get(form, str(form))
+            constant = 0
             if form_name == "DW_FORM_implicit_const":
-                at = sleb_end(data, at)
-            specs.append((attributes.get(name, str(name)), form_name))
-        table[code] = (tags.get(tag, str(tag)), children, specs)
+                constant, at = read_sleb(data, at)
+            specs.append((attributes.get(name, str(name)), form_name, constant))
+        table[code] = (tags.get(tag, str(tag)), children, _steps(specs))
     return table
 
 
@@ -179,36 +228,39 @@ class Skimmer:
         if self.passed > MAX_ENTRIES or not self.base <= offset < self.end:
             raise Unsupported("runaway pass")
         data = self.data
-        code, at = read_uleb(data, offset)
+        code = data[offset]
+        if code < 0x80:
+            at = offset + 1
+        else:
+            code, at = read_uleb(data, offset)
         if code == 0:
             return None
-        tag, has_children, specs = self._abbrev(code)
+        tag, has_children, steps = self._abbrev(code)
         kept: Dict[str, Tuple[str, int]] = {}
-        for name, form in specs:
-            if form == "DW_FORM_indirect":
-                number, at = read_uleb(data, at)
-                raise Unsupported(f"indirect form {number}")
-            size = FIXED.get(form)
-            if size is not None:
-                if name in KEPT:
-                    kept[name] = (form, int.from_bytes(data[at:at + size], "little"))
+        for step, name, form, size in steps:
+            if step == SKIP:
                 at += size
-            elif form in LEB:
+            elif step == FIXED_KEPT:
+                kept[name] = (form, int.from_bytes(data[at:at + size], "little"))
+                at += size
+            elif step == ULEB or step == SLEB:
+                while data[at] & 0x80:
+                    at += 1
+                at += 1
+            elif step == ULEB_KEPT:
                 value, at = read_uleb(data, at)
-                if name in KEPT:
-                    kept[name] = (form, value)
-            elif form == "DW_FORM_sdata":
-                at = sleb_end(data, at)
-            elif form == "DW_FORM_string":
-                if name in KEPT:
+                kept[name] = (form, value)
+            elif step == STRING or step == STRING_KEPT:
+                if step == STRING_KEPT:
                     kept[name] = (form, at)
                 at = data.index(b"\0", at) + 1
-            elif form in ("DW_FORM_exprloc", "DW_FORM_block"):
+            elif step == BLOCK:
                 length, at = read_uleb(data, at)
                 at += length
-            elif form in BLOCKS:
-                width = BLOCKS[form]
-                at += width + int.from_bytes(data[at:at + width], "little")
+            elif step == BLOCK_FIXED:
+                at += size + int.from_bytes(data[at:at + size], "little")
+            elif step == CONSTANT:
+                kept[name] = (form, size)
             else:
                 raise Unsupported(form)
         if not has_children:

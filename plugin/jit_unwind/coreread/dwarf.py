@@ -4,16 +4,18 @@ inlined there (DW_TAG_inlined_subroutine), and the file and line of each.
 Decoded as a pc needs it: ``.debug_aranges`` names the compilation unit, its functions
 are indexed (by ``dies.Skimmer``) only until the one holding the pc is found, only that
 one is descended into, and the unit's line table (``lines``) is decoded only as far as
-the pc.  pyelftools reads the sections and the headers, and entries the quick reader
-does not understand."""
+the pc.  Sections, headers and range lists are read with struct (``sections``,
+``headers``, ``ranges``); pyelftools only where the quick reader meets what it does not
+understand."""
 
 import bisect
 from typing import Dict, List, Optional, Tuple
 
 from ..file_cache import FileCache
-from .sections import elf_file, read_aranges
+from .sections import DebugSections, read_aranges
 from .symbols import file_symbols, separate_debug_file
-from .units import SourceFrame, Unit
+from .frame_cache import FrameCache
+from .units import RawFrame, SourceFrame, Unit, source_frame
 
 __all__ = ["DwarfFile", "SourceFrame", "source_frames"]
 
@@ -23,27 +25,16 @@ class DwarfFile:
     by address, decoded on first use."""
 
     def __init__(self, path: str):
-        self._handle = open(path, "rb")  # kept for the file's life
-        # Linked files: no relocations to apply (looking for them costs 50 ms a file).
-        self.dwarf = elf_file(self._handle).get_dwarf_info(relocate_dwarf_sections=False,
-                                                            follow_links=False)
+        self.sections = DebugSections(path)
         self._units: Dict[int, Optional[Unit]] = {}
-        info, abbrevs = self.dwarf.debug_info_sec, self.dwarf.debug_abbrev_sec
-        self._bytes: Dict[str, Optional[bytes]] = {}
-        self._sections = (info.stream.getvalue(), abbrevs.stream.getvalue(), self._section) \
-            if hasattr(info.stream, "getvalue") and abbrevs is not None else None
-        section = self.dwarf.debug_aranges_sec
-        self._ranges: List[Tuple[int, int, int]] = \
-            read_aranges(section.stream.getvalue()) if section is not None else []
+        aranges = self.sections.get("aranges")
+        self._ranges: List[Tuple[int, int, int]] = read_aranges(aranges) if aranges else []
         self._starts = [item[0] for item in self._ranges]
         self._scanned = False  # the units .debug_aranges leaves out
 
-    def _section(self, name: str) -> Optional[bytes]:
-        """.debug_NAME's bytes (read on first use), None when the file has none."""
-        if name not in self._bytes:
-            section = getattr(self.dwarf, f"debug_{name}_sec", None)
-            self._bytes[name] = section.stream.getvalue() if section is not None else None
-        return self._bytes[name]
+    @property
+    def has_debug_info(self) -> bool:
+        return self.sections.has("info")
 
     def _unit_offset(self, address: int) -> Optional[int]:
         found = self._covering(address)
@@ -52,16 +43,22 @@ class DwarfFile:
             self._scanned = True
             listed = {item[2] for item in self._ranges}
             added = []
-            for cu in self.dwarf.iter_CUs():
-                if cu.cu_offset in listed:
+            for offset in self._all_units():
+                if offset in listed:
                     continue
-                unit = self._unit_at(cu.cu_offset, cu)
+                unit = self._unit_at(offset)
                 if unit is not None:
-                    added += [(low, high, cu.cu_offset) for low, high in unit.top.ranges]
+                    added += [(low, high, offset) for low, high in unit.top.ranges]
             self._ranges = sorted(self._ranges + added)
             self._starts = [item[0] for item in self._ranges]
             found = self._covering(address)
         return found
+
+    def _all_units(self) -> List[int]:
+        try:
+            return self.sections.unit_offsets()
+        except ValueError:  # 64-bit DWARF
+            return [cu.cu_offset for cu in self.sections.pyelftools_dwarf().iter_CUs()]
 
     def _covering(self, address: int) -> Optional[int]:
         index = bisect.bisect_right(self._starts, address) - 1
@@ -71,16 +68,15 @@ class DwarfFile:
                 return offset
         return None
 
-    def _unit_at(self, offset: int, cu=None) -> Optional[Unit]:
+    def _unit_at(self, offset: int) -> Optional[Unit]:
         if offset not in self._units:
             try:
-                self._units[offset] = Unit(self.dwarf, cu or self.dwarf.get_CU_at(offset),
-                                           self._sections)
-            except Exception:  # a unit pyelftools cannot read
+                self._units[offset] = Unit(self.sections, offset)
+            except Exception:  # a unit neither reader can read
                 self._units[offset] = None
         return self._units[offset]
 
-    def frames(self, address: int) -> List[SourceFrame]:
+    def raw_frames(self, address: int) -> List[RawFrame]:
         """The functions at file address ``address``, innermost first; [] when DWARF
         does not cover it."""
         offset = self._unit_offset(address)
@@ -88,25 +84,52 @@ class DwarfFile:
         if unit is None:
             return []
         try:
-            return unit.frames(address)
-        except Exception:  # DWARF pyelftools cannot decode: the symbol tables' name
+            return unit.raw_frames(address)
+        except Exception:  # DWARF neither reader can decode: the symbol tables' name
             return []
 
 
-def _open(path: str) -> Optional[DwarfFile]:
+class _Answers:
+    """One file's DWARF behind the answers kept on disk (``frame_cache``): the DWARF
+    is opened only for a pc not kept."""
+
+    def __init__(self, path: str, dwarf: Optional[DwarfFile]):
+        self.path = path
+        self._dwarf = dwarf
+        self.kept = FrameCache(path)
+
+    def frames(self, address: int) -> List[SourceFrame]:
+        kept = self.kept.get(address)
+        if kept is not None:
+            try:
+                return [source_frame(raw) for raw in kept]
+            except (TypeError, ValueError):  # not what this reader writes
+                pass
+        if self._dwarf is None:
+            self._dwarf = DwarfFile(self.path)
+        raw = self._dwarf.raw_frames(address)
+        self.kept.put(address, raw)
+        return [source_frame(item) for item in raw]
+
+
+def _open(path: str) -> Optional[_Answers]:
     symbols = file_symbols(path)
     if symbols is None:
         return None
     debug = path if symbols.has_dwarf else separate_debug_file(path)
     if debug is None:
         return None
+    answers = _Answers(debug, None)
+    if answers.kept.loaded:
+        return answers  # its DWARF was read before: opened only if a new pc needs it
     found = DwarfFile(debug)
-    return found if found.dwarf.has_debug_info else None
+    if not found.has_debug_info:
+        return None
+    answers._dwarf = found
+    return answers
 
 
-_files: FileCache[Optional[DwarfFile]] = FileCache(64)
-
-
+_files: FileCache[Optional[_Answers]] = FileCache(64)
 def source_frames(path: str, file_address: int) -> List[SourceFrame]:
     """The functions (inlined ones first) at ``file_address`` of mapped file ``path``,
     from its DWARF; [] without."""

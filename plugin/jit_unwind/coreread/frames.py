@@ -2,7 +2,7 @@
 
 Frame 0's registers come from NT_PRSTATUS.  A frame in JIT code is unwound by the core's
 strategies (``frame_unwind.unwind_jit_code``, as the GDB unwinder calls them, recording
-into the stop cache); other code by its file's ``.eh_frame`` (``unwind/cfi.py``), else
+into the stop cache); other code by its file's ``.eh_frame`` (``eh_frame.py``), else
 by the frame-pointer rule.  Like GDB, a caller whose sp is not above its callee's ends
 the walk ("previous frame inner to this frame"), and the walk stops after ``main``.
 Where DWARF says functions are inlined at a pc, each is a frame of its own with the
@@ -86,7 +86,7 @@ class PhysicalFrame:
         caller = None
         located = process.symbols.file_address(lookup)
         if located is not None:
-            from ..unwind.cfi import unwind_with_cfi  # here: --python-only walks nothing
+            from .eh_frame import unwind_with_cfi  # here: --python-only walks nothing
             caller = unwind_with_cfi(process.memory, located[0], located[1], self.registers)
             if caller == {}:
                 return Unwinding(outermost=True)

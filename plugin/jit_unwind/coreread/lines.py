@@ -1,7 +1,8 @@
 """A compilation unit's line table as GDB keeps it, decoded from ``.debug_line``.
 
-The line program is run here (pyelftools reads only its header): pyelftools makes an
-object per row, 0.4 s for CPython's ceval.c alone, where this loop keeps a tuple."""
+The line program is run here (pyelftools made an object per row, 0.4 s for CPython's
+ceval.c alone, where this loop keeps a tuple), by one loop that adds each row to the
+tables as it decodes it."""
 
 import bisect
 from typing import Dict, List, Optional, Tuple
@@ -18,65 +19,6 @@ END_SEQUENCE, SET_ADDRESS = 1, 2  # extended opcodes
 
 
 
-
-
-def rows(program):
-    """(address, file, line, is_stmt, end_sequence) of each row of a pyelftools
-    ``LineProgram`` (its header; the opcodes are decoded here)."""
-    header = program.header
-    stream = program.stream
-    stream.seek(program.program_start_offset)
-    data = stream.read(program.program_end_offset - program.program_start_offset)
-    step = header["minimum_instruction_length"]
-    line_base, line_range = header["line_base"], header["line_range"]
-    opcode_base = header["opcode_base"]
-    lengths = list(header["standard_opcode_lengths"])
-    default_is_stmt = bool(header["default_is_stmt"])
-    const_add = ((255 - opcode_base) // line_range) * step
-    address, file, line, is_stmt = 0, 1, 1, default_is_stmt
-    at, size = 0, len(data)
-    while at < size:
-        op = data[at]
-        at += 1
-        if op >= opcode_base:
-            adjusted = op - opcode_base
-            address += (adjusted // line_range) * step
-            line += line_base + adjusted % line_range
-            yield address, file, line, is_stmt, False
-        elif op == 0:
-            length, at = read_uleb(data, at)
-            body = at
-            at += length
-            if length == 0:
-                continue
-            extended = data[body]
-            if extended == END_SEQUENCE:
-                yield address, file, line, is_stmt, True
-                address, file, line, is_stmt = 0, 1, 1, default_is_stmt
-            elif extended == SET_ADDRESS:
-                address = int.from_bytes(data[body + 1:at], "little")
-        elif op == COPY:
-            yield address, file, line, is_stmt, False
-        elif op == ADVANCE_PC:
-            value, at = read_uleb(data, at)
-            address += value * step
-        elif op == ADVANCE_LINE:
-            value, at = read_sleb(data, at)
-            line += value
-        elif op == SET_FILE:
-            file, at = read_uleb(data, at)
-        elif op == NEGATE_STMT:
-            is_stmt = not is_stmt
-        elif op == CONST_ADD_PC:
-            address += const_add
-        elif op == FIXED_ADVANCE_PC:
-            address += data[at] | data[at + 1] << 8
-            at += 2
-        elif op in (BASIC_BLOCK, PROLOGUE_END, EPILOGUE_BEGIN):
-            pass
-        else:  # SET_COLUMN, SET_ISA and opcodes unknown here: skip their operands
-            for _ in range(lengths[op - 1] if op - 1 < len(lengths) else 0):
-                _, at = read_uleb(data, at)
 
 
 class Sequence:
@@ -129,7 +71,18 @@ class LineTable:
     that sequence is past the pc (on for the next pc asked)."""
 
     def __init__(self, program):
-        self._rows = rows(program)
+        header = program.header
+        stream = program.stream
+        stream.seek(program.program_start_offset)
+        self._data = stream.read(program.program_end_offset - program.program_start_offset)
+        self._step = header["minimum_instruction_length"]
+        self._line_base, self._line_range = header["line_base"], header["line_range"]
+        self._opcode_base = header["opcode_base"]
+        self._lengths = list(header["standard_opcode_lengths"])
+        self._default_is_stmt = bool(header["default_is_stmt"])
+        # Where the decoding stopped: the next opcode, the state machine's registers.
+        self._at = 0
+        self._registers = (0, 1, 1, self._default_is_stmt)  # address, file, line, is_stmt
         self.sequences: List[Sequence] = []  # decoded to their end
         self._current: Optional[Sequence] = None
         self._last_file: Optional[int] = None
@@ -165,16 +118,87 @@ class LineTable:
         for sequence in self.sequences:
             if sequence.holds(address):
                 return sequence.row_at(address)
+        return self._decode_to(address)
+
+    def _decode_to(self, pc: int) -> Optional[Tuple[int, int, bool]]:
+        """Run the line program on from where it stopped, each row added to the tables
+        (``_add``, its common case inlined: the loop's hot path), until the sequence
+        holding ``pc`` is decoded past it; its row then, None at the program's end."""
+        data, size = self._data, len(self._data)
+        step, line_base, line_range = self._step, self._line_base, self._line_range
+        opcode_base, lengths = self._opcode_base, self._lengths
+        default_is_stmt = self._default_is_stmt
+        const_add = ((255 - opcode_base) // line_range) * step
+        at = self._at
+        address, file, line, is_stmt = self._registers
         add = self._add
-        for row_address, file, line, is_stmt, end in self._rows:
-            add(row_address, file, line, is_stmt, end)
+        while at < size:
+            op = data[at]
+            at += 1
+            if op >= opcode_base:
+                adjusted = op - opcode_base
+                address += (adjusted // line_range) * step
+                line += line_base + adjusted % line_range
+                end = False
+            elif op == 0:
+                length, at = read_uleb(data, at)
+                body = at
+                at += length
+                if length == 0:
+                    continue
+                extended = data[body]
+                if extended == SET_ADDRESS:
+                    address = int.from_bytes(data[body + 1:at], "little")
+                if extended != END_SEQUENCE:
+                    continue
+                end = True
+            elif op == COPY:
+                end = False
+            else:
+                if op == ADVANCE_PC:
+                    value, at = read_uleb(data, at)
+                    address += value * step
+                elif op == ADVANCE_LINE:
+                    value, at = read_sleb(data, at)
+                    line += value
+                elif op == SET_FILE:
+                    file, at = read_uleb(data, at)
+                elif op == NEGATE_STMT:
+                    is_stmt = not is_stmt
+                elif op == CONST_ADD_PC:
+                    address += const_add
+                elif op == FIXED_ADVANCE_PC:
+                    address += data[at] | data[at + 1] << 8
+                    at += 2
+                elif op not in (BASIC_BLOCK, PROLOGUE_END, EPILOGUE_BEGIN):
+                    # SET_COLUMN, SET_ISA and opcodes unknown here: skip their operands
+                    for _ in range(lengths[op - 1] if op - 1 < len(lengths) else 0):
+                        _, at = read_uleb(data, at)
+                continue
+            # A row: _add's common case (same file, a line, not the sequence's first
+            # row nor its end) inline, the rest through it.
+            current = self._current
+            if not end and line != 0 and current is not None and file == self._last_file:
+                current.tables[file].append((address, line, is_stmt))
+                if self._last_address != address:
+                    self._stmt_at_address, self._last_address = is_stmt, address
+                elif is_stmt:
+                    self._stmt_at_address = True
+                if address > current.last:
+                    current.last = address
+            else:
+                add(address, file, line, is_stmt, end)
             if end:
-                if self.sequences[-1].holds(address):
-                    return self.sequences[-1].row_at(address)
-            elif row_address > address:  # holds() inlined: the loop's hot path
+                address, file, line, is_stmt = 0, 1, 1, default_is_stmt
+                if self.sequences[-1].holds(pc):
+                    self._at, self._registers = at, (address, file, line, is_stmt)
+                    return self.sequences[-1].row_at(pc)
+            elif address > pc:
                 current = self._current
-                if current is not None and current.start <= address:
-                    return current.row_at(address)
+                if current is not None and current.start <= pc:
+                    self._at, self._registers = at, (address, file, line, is_stmt)
+                    return current.row_at(pc)
+        self._at, self._registers = at, (address, file, line, is_stmt)
         return None
 
 

@@ -41,6 +41,19 @@ def _entry(directory: str, path: str, name: str, offset: int) -> Optional[str]:
                         f"{device:x}-{inode:x}-{size:x}-{mtime:x}-{offset:x}-{clean}.section")
 
 
+def cached_copy(path: str, section) -> Optional[str]:
+    """The cache file holding section ``section`` of ``path`` inflated, None when
+    there is none of the right size (to read parts of it)."""
+    directory = cache_directory() if section.data_size >= MIN_SIZE else None
+    entry = _entry(directory, path, section.name, section["sh_offset"]) \
+        if directory else None
+    try:
+        return entry if entry is not None and \
+            os.path.getsize(entry) == section.data_size else None
+    except OSError:
+        return None
+
+
 def section_bytes(path: str, section) -> bytes:
     """The bytes of pyelftools section ``section`` of the file at ``path``, decompressed;
     from the cache when it has them, else decompressed and (large ones) written there."""

@@ -1,8 +1,19 @@
-"""A file's DWARF sections as the reader needs them: pyelftools' view with each section
-read when first used (and the ones no backtrace needs never), and ``.debug_aranges``."""
+"""A file's DWARF sections as the reader needs them, read with struct: each section's
+bytes read (and inflated) when first used, the ones no backtrace needs never, and
+``.debug_aranges``.  pyelftools (its import alone is ~30 ms) is left for what the quick
+reader does not understand (``pyelftools_dwarf``)."""
 
-import io
-from typing import List, Optional, Tuple
+import struct
+import zlib
+from typing import Dict, List, Optional, Tuple
+
+from ..rawelf import RawElf
+
+SHT_NOBITS = 8
+SHF_COMPRESSED = 0x800
+ELFCOMPRESS_ZLIB = 1
+_CHDR = struct.Struct("<IIQQ")  # Elf64_Chdr: type, reserved, size, alignment
+
 
 def read_aranges(data: bytes) -> List[Tuple[int, int, int]]:
     """(start, end, unit offset) of each range of ``.debug_aranges`` (32-bit DWARF,
@@ -29,34 +40,210 @@ def read_aranges(data: bytes) -> List[Tuple[int, int, int]]:
     return sorted(found)
 
 
-class _OnFirstRead:
-    """A section's stream read (and decompressed) from the file when first used: most
-    sections pyelftools opens are never looked at for a backtrace (libc's debug file
-    holds megabytes of compressed location lists)."""
+class DebugSection:
+    """One section as ``section_cache`` reads it: its name, offset, size once inflated,
+    and its bytes (inflated when SHF_COMPRESSED says so)."""
 
-    def __init__(self, section, path: str):
-        self._section = section
-        self._path = path
-        self._stream: Optional[io.BytesIO] = None
+    def __init__(self, handle, name: str, header):
+        self._handle = handle
+        self.name = name
+        self._header = header
+        self.compressed = bool(header["sh_flags"] & SHF_COMPRESSED)
+        self.data_size = header["sh_size"]
+        self._kind = ELFCOMPRESS_ZLIB
+        if self.compressed:
+            handle.seek(header["sh_offset"])
+            chunk = handle.read(_CHDR.size)
+            if len(chunk) < _CHDR.size:
+                raise ValueError(f"{name}: compression header cut short")
+            self._kind, _reserved, self.data_size, _align = _CHDR.unpack(chunk)
 
-    def __getattr__(self, name):
-        if self._stream is None:
-            from .section_cache import section_bytes
-            # BytesIO shares the bytes read
-            self._stream = io.BytesIO(section_bytes(self._path, self._section))
-        return getattr(self._stream, name)
+    def __getitem__(self, key):
+        return self._header[key]
+
+    def data(self) -> bytes:
+        header = self._header
+        if header["sh_type"] == SHT_NOBITS:
+            return bytes(self.data_size)
+        self._handle.seek(header["sh_offset"])
+        raw = self._handle.read(header["sh_size"])
+        if not self.compressed:
+            return raw
+        if self._kind != ELFCOMPRESS_ZLIB:
+            raise ValueError(f"{self.name}: compression type {self._kind}")
+        data = zlib.decompressobj().decompress(raw[_CHDR.size:], self.data_size)
+        if len(data) != self.data_size:
+            raise ValueError(f"{self.name}: inflated to {len(data)} bytes, not "
+                             f"{self.data_size}")
+        return data
 
 
-def elf_file(handle):
-    """pyelftools' ELFFile whose DWARF sections are read when first used."""
-    from elftools.dwarf.dwarfinfo import DebugSectionDescriptor
-    from elftools.elf.elffile import ELFFile
+class DebugSections:
+    """The ``.debug_*`` sections of the ELF file at ``path``, by short name ("info",
+    "line"...), each read once when first asked for."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._handle = open(path, "rb")  # kept for the file's life
+        self._headers = RawElf(self._handle, path).sections
+        self._bytes: Dict[str, Optional[bytes]] = {}
+        # sections read in parts (_part): name -> (buffer, offsets of the units read)
+        self._parts: Dict[str, Tuple[bytearray, set]] = {}
+        self._sources: Dict[str, Optional[Tuple[object, int, int]]] = {}
+        self._pyelftools = None
+
+    def has(self, name: str) -> bool:
+        return f".debug_{name}" in self._headers
+
+    def get(self, name: str) -> Optional[bytes]:
+        """.debug_NAME's bytes, None when the file has none."""
+        if name not in self._bytes:
+            header = self._headers.get(f".debug_{name}")
+            if header is None:
+                self._bytes[name] = None
+            else:
+                from .section_cache import section_bytes
+                self._bytes[name] = section_bytes(
+                    self.path, DebugSection(self._handle, header.name, header))
+        return self._bytes[name]
+
+    def unit_bytes(self, offset: int):
+        """``.debug_info`` with (at least) the unit at ``offset`` read (``_part``)."""
+        return self._part("info", offset)
+
+    def line_bytes(self, offset: int):
+        """``.debug_line`` with (at least) the line program at ``offset`` read."""
+        return self._part("line", offset)
+
+    def _part(self, name: str, offset: int):
+        """Section ``name`` with the unit at ``offset`` (a 32-bit length, then as many
+        bytes) read: a section-sized buffer holding only the units asked for, or the
+        whole section when it was read already or cannot be read in parts (compressed
+        and not inflated on disk yet).  CPython's .debug_info is 16 MB, of which a
+        backtrace reads a few units: reading it whole was ~10 ms, mostly page faults."""
+        if self._bytes.get(name) is not None:
+            return self._bytes[name]
+        source = self._source(name)
+        if source is None:
+            return self.get(name)
+        handle, base, size = source
+        part = self._parts.get(name)
+        if part is None:
+            part = self._parts[name] = (bytearray(size), set())  # zero pages, untouched
+        data, read = part
+        if offset not in read and 0 <= offset < size:
+            self._fill(handle, base, data, offset, min(size, offset + 4))
+            length = int.from_bytes(data[offset:offset + 4], "little")
+            if length < 0xFFFFFFF0:
+                self._fill(handle, base, data, offset, min(size, offset + 4 + length))
+            read.add(offset)
+        return data
+
+    def _source(self, name: str) -> Optional[Tuple[object, int, int]]:
+        """(open file, offset, size) of section ``name``'s bytes as the reader uses
+        them: in the ELF file, or (compressed) in the inflated copy on disk; None
+        when they are not on disk as such."""
+        if name in self._sources:
+            return self._sources[name]
+        header = self._headers.get(f".debug_{name}")
+        found = None
+        if header is not None and header["sh_type"] != SHT_NOBITS:
+            if not header["sh_flags"] & SHF_COMPRESSED:
+                found = (self._handle, header["sh_offset"], header["sh_size"])
+            else:
+                from .section_cache import cached_copy
+                section = DebugSection(self._handle, header.name, header)
+                entry = cached_copy(self.path, section)
+                if entry is not None:
+                    try:
+                        found = (open(entry, "rb"), 0, section.data_size)
+                    except OSError:
+                        found = None
+        self._sources[name] = found
+        return found
+
+    @staticmethod
+    def _fill(handle, base: int, data: bytearray, start: int, end: int) -> None:
+        handle.seek(base + start)
+        handle.readinto(memoryview(data)[start:end])
+
+    def unit_offsets(self, limit: int = 1_000_000) -> List[int]:
+        """The offset of each unit of ``.debug_info`` (32-bit DWARF), from their headers
+        alone where the section is not read whole.  Raises ValueError for 64-bit
+        DWARF."""
+        source = None if self._bytes.get("info") is not None else self._source("info")
+        if source is None:
+            data = self.get("info") or b""
+            size = len(data)
+
+            def read(at: int) -> bytes:
+                return data[at:at + 4]
+        else:
+            handle, base, size = source
+
+            def read(at: int) -> bytes:
+                handle.seek(base + at)
+                return handle.read(4)
+        at, found = 0, []
+        while at + 11 <= size and len(found) < limit:
+            length = int.from_bytes(read(at), "little")
+            if length >= 0xFFFFFFF0:
+                raise ValueError("64-bit DWARF")
+            found.append(at)
+            at += 4 + length
+        return found
+
+    def pyelftools_dwarf(self):
+        """pyelftools' DWARFInfo of the file, its sections shared with ours: for the
+        entries, line programs and range lists the quick reader leaves to it."""
+        if self._pyelftools is None:
+            self._pyelftools = _pyelftools_dwarf(self)
+        return self._pyelftools
+
+
+_missing: List[str] = []  # what needed pyelftools in a Python without it
+
+
+def needed_pyelftools(what: str) -> None:
+    """Note that ``what`` needed pyelftools and it is not installed (said once, after
+    the stacks: ``missing_pyelftools``)."""
+    if what not in _missing:
+        _missing.append(what)
+
+
+def missing_pyelftools() -> List[str]:
+    return list(_missing)
+
+
+def _pyelftools_dwarf(sections: DebugSections):
+    import io
+    try:
+        from elftools.dwarf.dwarfinfo import DebugSectionDescriptor
+        from elftools.elf.elffile import ELFFile
+    except ImportError:
+        needed_pyelftools("DWARF")
+        raise
 
     class Lean(ELFFile):
+        """No section read before it is used; no relocations looked for (linked
+        files have none to apply, and the search costs 50 ms a file)."""
+
         def _read_dwarf_section(self, section, relocate_dwarf_sections):
             return DebugSectionDescriptor(
-                stream=_OnFirstRead(section, self.stream.name), name=section.name,
-                global_offset=section["sh_offset"], size=section.data_size,
-                address=section["sh_addr"])
+                stream=_OnFirstRead(sections, section.name[len(".debug_"):]),
+                name=section.name, global_offset=section["sh_offset"],
+                size=section.data_size, address=section["sh_addr"])
 
-    return Lean(handle)
+    class _OnFirstRead:
+        def __init__(self, owner: DebugSections, name: str):
+            self._owner, self._name = owner, name
+            self._stream: Optional[io.BytesIO] = None
+
+        def __getattr__(self, attribute):
+            if self._stream is None:
+                # BytesIO shares the bytes read
+                self._stream = io.BytesIO(self._owner.get(self._name) or b"")
+            return getattr(self._stream, attribute)
+
+    return Lean(open(sections.path, "rb")).get_dwarf_info(relocate_dwarf_sections=False,
+                                                          follow_links=False)

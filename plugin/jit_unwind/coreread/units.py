@@ -9,7 +9,9 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from ..source_paths import shown_source_path
 from .dies import ADDRX, Skimmer, Unsupported
+from .headers import LineProgram, UnitHeader
 from .lines import LineTable
+from .ranges import ranges_v4, ranges_v5
 
 MAX_DEPTH = 64  # inlined functions and blocks nested in one function
 MAX_ORIGIN = 8  # DW_AT_abstract_origin / DW_AT_specification links followed
@@ -23,6 +25,10 @@ class SourceFrame(NamedTuple):
     name: Optional[str]
     filename: Optional[str]
     line: Optional[int]
+
+
+SourceFile = Tuple[str, str]  # the line table's name, the full path made of it
+RawFrame = Tuple[Optional[str], Optional[SourceFile], Optional[int]]
 
 
 def _shown_name(linkage: Optional[str], plain: Optional[str]) -> Optional[str]:
@@ -150,23 +156,34 @@ class _Parsed:
 
 
 class Unit:
-    """One compilation unit: its subprograms by range, its line table, file names."""
+    """One compilation unit: its subprograms by range, its line table, file names.
+    Read with struct (``headers``, ``dies``, ``ranges``); a unit with anything those do
+    not decode is read by pyelftools instead, whole."""
 
-    def __init__(self, dwarf, cu, sections: Optional[Tuple[bytes, bytes]]):
-        self.dwarf = dwarf
-        self.cu = cu
+    def __init__(self, sections, offset: int):
+        self.sections = sections  # sections.DebugSections
+        self.offset = offset
         self.comp_dir, self.base = "", 0
         self.stmt_list: Optional[int] = None
         self._lines: Optional[LineTable] = None
         self._program = None
         self._names: Dict[int, Optional[str]] = {}
-        self._files: Dict[int, Optional[str]] = {}
+        self._files: Dict[int, Optional[SourceFile]] = {}
         try:
-            self.walk = _Skimmed(self, sections) if sections is not None else _Parsed(self)
+            info, abbrevs = sections.unit_bytes(offset), sections.get("abbrev")
+            if info is None or abbrevs is None:
+                raise Unsupported("no .debug_info or .debug_abbrev")
+            self.cu = UnitHeader(info, offset)
+            self.walk = _Skimmed(self, (info, abbrevs, sections.get))
             self._index()
         except Unsupported:
-            self.walk = _Parsed(self)
-            self._index()
+            self._use_pyelftools()
+
+    def _use_pyelftools(self) -> None:
+        self.cu = self.sections.pyelftools_dwarf().get_CU_at(self.offset)
+        self._program = None
+        self.walk = _Parsed(self)
+        self._index()
 
     def _index(self) -> None:
         self.top = self.walk.top()
@@ -203,11 +220,30 @@ class Unit:
             return [(low, high if high_is_address else low + high)]
         if ranges is None:
             return []
-        lists = self.dwarf.range_lists()
+        if isinstance(self.walk, _Skimmed):
+            return self._raw_ranges(ranges)
+        return self._parsed_ranges(ranges)
+
+    def _raw_ranges(self, offset: int) -> List[Tuple[int, int]]:
+        """As pyelftools picks the section: the one the file has, else by version."""
+        old, new = self.sections.get("ranges"), self.sections.get("rnglists")
+        try:
+            if old is not None and (new is None or self.cu.version < 5):
+                return ranges_v4(old, offset, self.base)
+            if new is not None:
+                skimmer = self.walk.skimmer
+                return ranges_v5(new, offset, self.base, lambda index: skimmer._indexed(
+                    "addr", "DW_AT_addr_base", index, 8))
+        except (IndexError, ValueError) as error:
+            raise Unsupported(f"range list at {offset:#x}") from error
+        return []
+
+    def _parsed_ranges(self, offset: int) -> List[Tuple[int, int]]:
+        lists = self.sections.pyelftools_dwarf().range_lists()
         if lists is None:
             return []
         try:
-            entries = lists.get_range_list_at_offset(ranges, cu=self.cu)
+            entries = lists.get_range_list_at_offset(offset, cu=self.cu)
         except Exception:  # a range list pyelftools cannot read: no range
             return []
         found, base = [], self.base
@@ -222,25 +258,36 @@ class Unit:
 
     def program(self):
         if self._program is None:
-            # The unit's own entry gave the offset: pyelftools need not parse it again.
-            self._program = self.dwarf.line_program_for_CU(self.cu) \
-                if self.stmt_list is None else \
-                self.dwarf._parse_line_program_at_offset(self.stmt_list, self.cu.structs)
+            self._program = self._read_program()
         return self._program
+
+    def _read_program(self):
+        if self.stmt_list is not None:  # the unit's own entry gave the offset
+            line = self.sections.line_bytes(self.stmt_list)
+            try:
+                if line is not None:
+                    return LineProgram(line, self.stmt_list, self.sections.get("str"),
+                                       self.sections.get("line_str"))
+            except (Unsupported, IndexError, ValueError):
+                pass
+            dwarf = self.sections.pyelftools_dwarf()
+            return dwarf._parse_line_program_at_offset(
+                self.stmt_list, dwarf.get_CU_at(self.offset).structs)
+        return self.sections.pyelftools_dwarf().line_program_for_CU(self.cu)
 
     def lines(self) -> Optional[LineTable]:
         if self._lines is None and self.program() is not None:
             self._lines = LineTable(self.program())
         return self._lines
 
-    def file_name(self, index: int) -> Optional[str]:
-        """The path shown for file ``index`` of the line table (as GDB's symtab's
-        filename and fullname make it)."""
+    def source_file(self, index: int) -> Optional[SourceFile]:
+        """File ``index`` of the line table: its name there and the full path GDB
+        makes of it (before it looks for the file: ``shown_file``)."""
         if index not in self._files:
-            self._files[index] = self._file_name(index)
+            self._files[index] = self._source_file(index)
         return self._files[index]
 
-    def _file_name(self, index: int) -> Optional[str]:
+    def _source_file(self, index: int) -> Optional[SourceFile]:
         program = self.program()
         if program is None:
             return None
@@ -261,9 +308,7 @@ class Unit:
         filename = name if os.path.isabs(name) or not directory \
             else os.path.join(directory, name)
         full = filename if os.path.isabs(filename) else os.path.join(self.comp_dir, filename)
-        if os.path.exists(full):  # GDB's fullname of a source it finds is its real path
-            full = os.path.realpath(full)
-        return shown_source_path(filename, full)
+        return filename, full
 
     def name(self, offset: int) -> Optional[str]:
         """The function's name as GDB prints a C function: its linkage name where
@@ -303,8 +348,7 @@ class Unit:
         try:
             return self._chain(address)
         except Unsupported:
-            self.walk = _Parsed(self)
-            self._index()
+            self._use_pyelftools()
             return self._chain(address)
 
     def _chain(self, address: int) -> List[Node]:
@@ -338,19 +382,37 @@ class Unit:
                 return child
         return None
 
-    def frames(self, address: int) -> List[SourceFrame]:
+    def raw_frames(self, address: int) -> List[RawFrame]:
+        """The functions at ``address``, innermost first, their files as the line
+        table names them (``source_frame`` makes them SourceFrames)."""
         chain = self.chain(address)
         if not chain:
             return []
         lines = self.lines()
         row = lines.row_at(address) if lines is not None else None
-        filename = self.file_name(row[0]) if row is not None else None
+        source = self.source_file(row[0]) if row is not None else None
         line = row[1] if row is not None else None
-        frames = []
+        frames: List[RawFrame] = []
         for node in reversed(chain):
-            frames.append(SourceFrame(self.name(node.offset), filename,
-                                      line if filename else None))
-            filename = self.file_name(node.call_file) if node.call_file is not None \
+            frames.append((self.name(node.offset), source,
+                           line if source is not None else None))
+            source = self.source_file(node.call_file) if node.call_file is not None \
                 else None
             line = node.call_line
         return frames
+
+
+def shown_file(source: Optional[SourceFile]) -> Optional[str]:
+    """The path shown for a line table's file (as GDB's symtab's filename and fullname
+    make it): a source found on disk by its real path."""
+    if source is None:
+        return None
+    filename, full = source
+    if os.path.exists(full):  # GDB's fullname of a source it finds is its real path
+        full = os.path.realpath(full)
+    return shown_source_path(filename, full)
+
+
+def source_frame(raw: RawFrame) -> SourceFrame:
+    name, source, line = raw
+    return SourceFrame(name, shown_file(source), line)

@@ -1,0 +1,146 @@
+"""What DWARF said about each pc asked, kept on disk between runs of ``jit-unwind core
+--debugger none``: the functions (inlined ones too), files and lines at a file address.
+A second look at cores of the same program (the same core again, another of its
+crashes) asks the same pcs of the same files, and the units and line tables decoded for
+them are most of a run's time (CPython's eval loop and posixmodule.c: ~50 ms).
+
+Where: ``$XDG_CACHE_HOME/jit-unwind/dwarf-frames`` (by default
+``~/.cache/jit-unwind/dwarf-frames``), one file per DWARF file (the program's or its
+separate debug file), named by that file's identity (device, inode, size, modification
+time in ns) and by the reader's own (its modules' sizes and modification times: a
+changed reader never reads answers of the one before).  The files' names in the line
+table are kept, not the paths shown: whether a source is on disk is looked at anew.
+``marshal``, written once at exit, atomically; at most MAX_FILES files and
+MAX_ENTRIES pcs a file.  ``JIT_UNWIND_FRAME_CACHE=0`` turns it off; a directory that
+cannot be written is the same as none."""
+
+import marshal
+import os
+import sys
+import zlib
+from typing import Dict, List, Optional
+
+from ..file_cache import file_identity
+
+ENV = "JIT_UNWIND_FRAME_CACHE"
+MAX_FILES = 64
+MAX_ENTRIES = 4096
+# The modules whose answers are kept: any change to one of them is another reader.
+READER = ("dies", "dwarf", "frame_cache", "headers", "lines", "ranges", "sections",
+          "units")
+
+_reader: Optional[str] = None
+_dirty: Dict[str, "FrameCache"] = {}  # entry path -> cache, written at exit
+
+
+def cache_directory() -> Optional[str]:
+    if os.environ.get(ENV, "").strip().lower() in ("0", "off", "no", "false"):
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
+                                                            ".cache")
+    return os.path.join(base, "jit-unwind", "dwarf-frames")
+
+
+def _reader_identity() -> str:
+    global _reader
+    if _reader is None:
+        here = os.path.dirname(os.path.abspath(__file__))
+        stamps = []
+        for name in READER:
+            try:
+                stat = os.stat(os.path.join(here, name + ".py"))
+                stamps.append((stat.st_size, stat.st_mtime_ns))
+            except OSError:
+                stamps.append(None)  # bytecode only: the version's own
+        stamps.append(sys.version_info[:2])
+        _reader = f"{zlib.crc32(repr(stamps).encode()):08x}"
+    return _reader
+
+
+class FrameCache:
+    """The kept answers for one DWARF file: file address -> its raw frames
+    (``units.RawFrame``), loaded from disk when made."""
+
+    def __init__(self, path: str):
+        self.entries: Dict[int, list] = {}
+        self._entry: Optional[str] = None
+        directory = cache_directory()
+        identity = file_identity(path) if directory else None
+        if identity is None:
+            return
+        device, inode, size, mtime = identity
+        self._directory = directory
+        self._entry = os.path.join(
+            directory, f"{device:x}-{inode:x}-{size:x}-{mtime:x}-{_reader_identity()}.frames")
+        try:
+            with open(self._entry, "rb") as handle:
+                loaded = marshal.load(handle)
+            if isinstance(loaded, dict):
+                self.entries = loaded
+        except (OSError, EOFError, ValueError, TypeError):
+            pass
+
+    @property
+    def loaded(self) -> bool:
+        return bool(self.entries)
+
+    def get(self, address: int) -> Optional[List[tuple]]:
+        found = self.entries.get(address)
+        return found if isinstance(found, list) else None
+
+    def _write(self, entry: str) -> None:
+        try:
+            data = marshal.dumps(self.entries)
+        except ValueError:  # a value marshal cannot hold: nothing kept
+            return
+        _write_file(self._directory, entry, data)
+
+    def put(self, address: int, frames: List[tuple]) -> None:
+        if self._entry is None or len(self.entries) >= MAX_ENTRIES:
+            return
+        self.entries[address] = frames
+        if not _dirty:
+            import atexit
+            atexit.register(write_all)
+        _dirty[self._entry] = self
+
+
+def write_all() -> None:
+    """Every cache with new answers to disk (at exit)."""
+    for entry, cache in list(_dirty.items()):
+        cache._write(entry)
+    _dirty.clear()
+
+
+def _write_file(directory: str, entry: str, data: bytes) -> None:
+    temporary = f"{entry}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        with open(temporary, "wb") as handle:
+            handle.write(data)
+        os.replace(temporary, entry)  # whole or not at all, for a run reading alongside
+        _trim(directory)
+    except OSError:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+
+
+def _trim(directory: str) -> None:
+    """At most MAX_FILES files: the least recently written go."""
+    with os.scandir(directory) as entries:
+        found = []
+        for count, item in enumerate(entries):
+            if count >= 10 * MAX_FILES:
+                break
+            if item.name.endswith(".frames"):
+                try:
+                    found.append((item.stat().st_mtime_ns, item.path))
+                except OSError:
+                    pass
+    for _mtime, path in sorted(found)[:-MAX_FILES]:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
