@@ -142,8 +142,16 @@ class ThreadWalk:
             frame = self.inputs[index]
             pc = _input_pc(frame)
             if self.is_jit(pc, index == 0):
-                resumed = self.walk_from(pc, frame.sp(), frame_registers(frame, self.arch),
-                                         index == 0, index)
+                registers = frame_registers(frame, self.arch)
+                sp = frame.sp()
+                if sp is None and index:  # LLDB lost it (aarch64): the callee's CFA
+                    sp = self.inputs[index - 1].cfa()
+                    if sp is not None:
+                        registers[self.arch.sp] = sp
+                if sp is None:
+                    self.out.append(Step(index=index))
+                    return self.out
+                resumed = self.walk_from(pc, sp, registers, index == 0, index)
                 if resumed is None:
                     return self.out
                 index = resumed

@@ -87,7 +87,8 @@ class InputFrame(Frame):
         return self.sbframe.GetPC()
 
     def sp(self) -> Optional[int]:
-        return self.sbframe.GetSP()
+        sp = self.sbframe.GetSP()
+        return sp if sp not in (0, lldb.LLDB_INVALID_ADDRESS) else None
 
     def register(self, name: str) -> Optional[int]:
         return _unsigned(self.sbframe.FindRegister(name))
@@ -131,7 +132,7 @@ class LldbFrame(Frame):
         # the inlined block; GDB (and the registers) the return address.  A tail-call
         # frame LLDB made from call-site information has its own pc and no registers.
         pc = None if self.sbframe.IsArtificial() else _unsigned(
-            self.sbframe.FindRegister("rip"))
+            self.sbframe.FindRegister("pc"))  # LLDB's generic name: rip, aarch64's pc
         if pc is None:
             pc = self.sbframe.GetPC()
         if pc in (None, lldb.LLDB_INVALID_ADDRESS):
@@ -316,6 +317,16 @@ class LldbThread(Thread):
         return frames[0]
 
 
+def _architecture(target):
+    """The target's architecture from its triple (x86-64 when LLDB names another)."""
+    from ..arch import X86_64, by_debugger_name
+    try:
+        triple = target.GetTriple() or ""
+    except Exception:
+        return X86_64
+    return by_debugger_name(triple.split("-", 1)[0]) or X86_64
+
+
 class LldbProcess(Process):
     """One LLDB process (live, a core file, a minidump or remote)."""
 
@@ -330,6 +341,12 @@ class LldbProcess(Process):
 
     def cache(self) -> StopCache:
         return self._cache_of(self)
+
+    @property
+    def arch(self):
+        """The architecture of the process's target now (asked each walk: this object
+        may outlive the target it was made for)."""
+        return _architecture(self.inner.GetTarget())
 
     def pid(self) -> Optional[int]:
         if not self.inner.IsValid():
