@@ -24,6 +24,13 @@ INTERPRETERS = {
     "3.15-jit": ("cpython-3.15.0rc2-jit-x86_64-linux", True),
     "3.14-tailcall": ("cpython-3.14.6-clang-tailcall-x86_64-linux", True),
 }
+# Cross-built for aarch64 Linux and run through qemu-user (build_cpython_aarch64.sh):
+# name -> directory under CACHE; each has the JIT built in, off unless PYTHON_JIT=1.
+AARCH64_INTERPRETERS = {
+    "3.14": "cpython-3.14.6-jit-aarch64-linux",
+}
+# The sysroot qemu-aarch64 -L and gdb-multiarch's `set sysroot` take for them.
+AARCH64_SYSROOT = Path("/usr/aarch64-linux-gnu")
 # The JIT of 3.13 and 3.14: executors made of an entry shim and a trace of stencils.
 JIT_MINORS = ["3.13", "3.14"]
 # The plain builds, one per minor version (the others are variants of them).
@@ -50,6 +57,15 @@ def jit_python(minor: str = "3.13") -> Path:
     """An interpreter with the JIT built in (off unless PYTHON_JIT=1)."""
     assert INTERPRETERS[minor][1], f"CPython {minor} has no JIT build here"
     return fixture_python(minor)
+
+
+def aarch64_python(name: str = "3.14") -> Path:
+    """The aarch64 interpreter called ``name``, run as ``qemu-aarch64 -L
+    AARCH64_SYSROOT <path>``; fails the test when missing."""
+    path = CACHE / AARCH64_INTERPRETERS[name] / "bin" / binary_name(name)
+    assert path.exists(), (
+        f"{path} is missing: run tests/fixtures/build_cpython_aarch64.sh {name}")
+    return path
 
 
 def stripped_copy(name: str, directory: Path) -> Path:
