@@ -97,12 +97,14 @@ def free_port() -> int:
 
 
 @contextmanager
-def qemu_gdb_stub(program: Sequence, qemu: Path = QEMU10) -> Iterator[int]:
+def qemu_gdb_stub(program: Sequence, qemu: Path = QEMU10,
+                  qemu_options: Sequence[str] = ()) -> Iterator[int]:
     """``program`` under ``qemu``'s gdb stub, waiting for GDB; yields the stub's port.
-    The qemu process is killed on the way out, whatever GDB did."""
+    The qemu process is killed on the way out, whatever GDB did.  ``qemu_options``:
+    more of qemu's own (``-E NAME=VALUE`` sets the program's environment)."""
     port = free_port()
     process = subprocess.Popen([*NO_ASLR, str(qemu), "-g", str(port), "-L", str(SYSROOT),
-                                *map(str, program)], stdin=subprocess.DEVNULL,
+                                *qemu_options, *map(str, program)], stdin=subprocess.DEVNULL,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         yield port
@@ -114,11 +116,12 @@ def qemu_gdb_stub(program: Sequence, qemu: Path = QEMU10) -> Iterator[int]:
 
 def gdb_live(program: Sequence, commands: Sequence[str], plugin: bool = True,
              gdb: Path = GDB_MULTIARCH, qemu: Path = QEMU10,
-             stop: Sequence[str] = ("continue",), early: Optional[Sequence[str]] = None) -> str:
+             stop: Sequence[str] = ("continue",), early: Optional[Sequence[str]] = None,
+             qemu_options: Sequence[str] = ()) -> str:
     """``gdb`` attached to ``program`` under qemu's stub: ``stop`` (by default
     ``continue`` to the program's signal), then ``commands``, then ``kill``.  The
     program's process id is in the output's ``[Inferior 1 (process PID) killed]``."""
-    with qemu_gdb_stub(program, qemu) as port:
+    with qemu_gdb_stub(program, qemu, qemu_options) as port:
         # GDB retries a refused connection (tcp auto-retry) while qemu starts listening.
         return run_gdb(gdb,
                        [f"file {program[0]}", f"target remote 127.0.0.1:{port}", *stop,
