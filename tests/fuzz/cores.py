@@ -114,16 +114,13 @@ RECIPES: Dict[str, Recipe] = {
     "hotspot-perfmap": Recipe(_java, (*JAVA_OPTIONS, "-XX:+PreserveFramePointer", "-cp",
                                       str(HOT), "Hot", "perfmap"), JAVA_STOP,
                               gdb="gdb18", end=OUTERMOST, suite=False),
-    # node 20 (V8) with its perf map: optimized code calling kill(), and after a
-    # deoptimization (return addresses the deoptimizer planted).  The test debugger
-    # unwinds code without CFI by frame pointer only (GDB's walk has the plugin's no-CFI
-    # rules): it stops at node_hot's remapped builtin (frame 3, before any JIT frame) and
-    # at the deoptimizer's return address into node's builtins.
+    # node 20 (V8) with its perf map: optimized code calling kill() through V8's
+    # remapped builtins, and after a deoptimization (return addresses the deoptimizer
+    # planted into node's builtins, code without CFI).
     "node": Recipe(lambda: _runtime("node"), (*NODE_FLAGS, str(RUNTIMES / "node_hot.js")),
-                   gdb="gdb18", end=NO_CFI, suite=False),
+                   gdb="gdb18", suite=False),
     "node-deopt": Recipe(lambda: _runtime("node"),
-                         (*NODE_FLAGS, str(RUNTIMES / "node_deopt.js")), gdb="gdb18",
-                         end=NO_CFI),
+                         (*NODE_FLAGS, str(RUNTIMES / "node_deopt.js")), gdb="gdb18"),
 }
 
 
