@@ -3,13 +3,16 @@
 CPython 3.14's JIT code; thread numbers, LWPs and names included), of CPython 3.15's JIT
 (traces registered through GDB's JIT interface; sources reached through a symlink, which
 GDB shows by their real path) and of clang's tail-calling 3.14 with the JIT (DWARF 5 as
-clang writes it: no .debug_aranges, indexed strings and ranges); ``attach`` and a file
-that is no core are one-line usage errors.  GDB's tail-call frames are left out of its
+clang writes it: no .debug_aranges, indexed strings and ranges), node's walk through V8's
+builtins (code without CFI); ``attach`` and a file that is no core are one-line usage
+errors.  GDB's tail-call frames are left out of its
 documents, as in ``test_same_json.py``."""
 
 import pytest
 
 from tests.e2e.test_cli import assert_one_line_error, jit_unwind
+from tests.e2e.test_node import FLAGS as NODE_FLAGS
+from tests.e2e.test_node import NODE, RUNTIMES
 from tests.e2e.test_same_json import (differences, gdb_document, no_debugger,
                                       without_tail_calls)
 from tests.jit_python import fixture_python
@@ -122,3 +125,26 @@ def test_frames_are_kept_and_read_back_the_same(threads_core, tmp_path):
     assert run(cache).stdout == first.stdout
     off = run(tmp_path / "off", JIT_UNWIND_FRAME_CACHE="0", JIT_UNWIND_SECTION_CACHE="0")
     assert off.stdout == first.stdout and not (tmp_path / "off").exists(), off
+
+
+def test_node_walk_goes_through_code_without_cfi_as_gdbs(tmp_path):
+    """node 20 (V8) stopped in kill() under optimized JavaScript, called through V8's
+    embedded builtins (code without CFI, remapped near the JIT code): the walk goes on
+    through them to ``_start``, frame for frame where GDB 18 with jit-unwind goes (it
+    used to stop at the first builtin: no CFI, no frame pointer)."""
+    program = [NODE, *NODE_FLAGS, RUNTIMES / "node_hot.js"]
+    core = tmp_path / "node.core"
+    output = run_gdb(GDB_BINARIES["gdb18"], ["run", PRINT_PID, f"gcore {core}"], program,
+                     plugin=False)
+    try:
+        assert core.exists(), output
+        gdb, _ = gdb_document(program, core, tmp_path)
+        status, document, errors = no_debugger(core, program[0])
+        assert document is not None, errors
+        ours, theirs = (document["threads"][0]["frames"], gdb["threads"][0]["frames"])
+        assert [f["pc"] for f in ours] == [f["pc"] for f in theirs], (
+            "--debugger none:\n" + differences(document, gdb))
+        assert ours[-1]["function"] == "_start", ours[-1]
+        assert sum(f["kind"] == "jit" for f in ours) >= 10, ours
+    finally:
+        remove_perf_map(output)

@@ -162,14 +162,16 @@ class Subject:
     @contextmanager
     def perf_map_installed(self, text: Optional[str]):
         """The core's perf map as the process left it (or ``text``), read by the core
-        from here instead of /tmp, where another process may own the pid now."""
+        from here instead of /tmp, where another process may own the pid now: a file
+        there (newer than the core) must not make the core's own map "stale" mid-run."""
         entries = parse_perf_map(self.perf_map if text is None else text)
-        original = discovery.read_perf_map
+        original = discovery.read_perf_map, discovery.stale_perf_map
         discovery.read_perf_map = lambda _pid: entries
+        discovery.stale_perf_map = lambda _pid, _core=None: ""
         try:
             yield
         finally:
-            discovery.read_perf_map = original
+            discovery.read_perf_map, discovery.stale_perf_map = original
 
     def run(self, mutation: Mutation, trace: bool = False) -> Walked:
         """Everything an adapter would do, on the core with ``mutation``.  Exceptions

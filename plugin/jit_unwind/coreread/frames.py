@@ -2,9 +2,11 @@
 
 Frame 0's registers come from NT_PRSTATUS.  A frame in JIT code is unwound by the core's
 strategies (``frame_unwind.unwind_jit_code``, as the GDB unwinder calls them, recording
-into the stop cache); other code by its file's ``.eh_frame`` (``eh_frame.py``), else
-by the frame-pointer rule.  Like GDB, a caller whose sp is not above its callee's ends
-the walk ("previous frame inner to this frame"), and the walk stops after ``main``.
+into the stop cache), code in a mapped file that no CFI covers by the core's no-CFI
+rules as the GDB unwinder does; other code by its file's ``.eh_frame``
+(``eh_frame.py``), else by the frame-pointer rule.  Like GDB, a caller whose sp is
+not above its callee's ends the walk ("previous frame inner to this frame"), and the walk
+stops after ``main``.
 Where DWARF says functions are inlined at a pc, each is a frame of its own with the
 same registers (GDB's inline frames), named and placed by DWARF."""
 
@@ -80,6 +82,10 @@ class PhysicalFrame:
                 traced = self._unwind_jit(pc, sp, named, registered=True)
                 if traced is not None:
                     return traced
+        elif not process.plain:
+            nocfi = self._unwind_nocfi(pc, sp, lookup)
+            if nocfi is not None:
+                return nocfi
         outer = self.sources[-1].name if self.sources else None
         if (outer or self.symbol_name()) in OUTERMOST_FUNCTIONS:
             return Unwinding(outermost=True)
@@ -121,6 +127,19 @@ class PhysicalFrame:
             return None
         return {"rip": caller_pc, "rsp": rbp + 16, "rbp": saved}
 
+    def _unwind_nocfi(self, pc: int, sp: int, lookup: int) -> Optional[Unwinding]:
+        """Code without CFI in a mapped file (a JavaScript engine's builtins): the GDB
+        unwinder's rules for it; None where it leaves the frame to the debugger's."""
+        from ..frame_unwind import unwind_code
+        from ..regions.nocfi import SOURCE as NOCFI
+        cache = self.thread.process.cache
+        code = cache.regions().code_at(lookup)
+        if code is None or code.source != NOCFI:
+            return None
+        result = unwind_code(cache, code, pc, sp, self.registers.get, self.index == 0,
+                             lambda: None)
+        return None if result is None else self._caller(result, sp, in_trace=False)
+
     def _unwind_jit(self, pc: int, sp: int, regions, registered: bool = False
                     ) -> Optional[Unwinding]:
         """The GDB unwinder's calls; for a ``registered`` trace, None where it leaves
@@ -135,9 +154,11 @@ class PhysicalFrame:
         if result is None:
             return None
         process.cache.record(pc, sp, result)
+        return self._caller(result, sp, regions.is_trace(pc if innermost else pc - 1))
+
+    def _caller(self, result, sp: int, in_trace: bool) -> Unwinding:
         if result.ends_walk:
             return Unwinding(outermost=True)  # the core says why (ended_by_unwinder)
-        in_trace = regions.is_trace(pc if innermost else pc - 1)
         caller = {} if in_trace else {
             k: v for k, v in self.registers.items() if k in CALLEE_SAVED}
         caller.update(result.saved)
