@@ -73,7 +73,7 @@ fixtures: $(BUILD)/toyjit $(BUILD)/deepstack $(BUILD)/jitdump_jit $(BUILD)/manyj
 # ~/.cache/jit-unwind: unpacked from ../shared/cpython when it has them (seconds), else
 # built from Debian's sources (10-20 min each on 2 cores); then the script returns at once.
 CPYTHON_MINORS := 3.13 3.14 3.15 3.13t 3.14t 3.15-jit 3.14-tailcall
-# Cross-built for aarch64 with the JIT, run through qemu-user (12 min on 2 busy cores).
+# Cross-built for aarch64 with the JIT, run through qemu-user (7-13 min on 2 cores).
 CPYTHON_AARCH64 := 3.14
 cpython-fixtures:
 	for minor in $(CPYTHON_MINORS); do tests/fixtures/build_cpython.sh $$minor || exit 1; done
