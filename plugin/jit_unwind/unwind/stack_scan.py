@@ -11,11 +11,15 @@ SCAN_WORDS = 2048
 
 
 def unwind_stack_scan(ctx: UnwindContext) -> Optional[Unwound]:
+    arch = ctx.arch
     for slot, value in ctx.stack_words(SCAN_WORDS):
+        value = arch.code_address(value)
         if value != ctx.pc and (ctx.is_return_address(value)
                                 and not _stale_in_file_code(ctx, value, slot + 8)
                                 or _planted_record(ctx, slot, value)):
-            caller_sp = slot + 8
+            # Where the callee saved the return address itself (aarch64), its caller's
+            # sp is above the slot, 16-byte aligned: the nearest such is the guess.
+            caller_sp = slot + 8 if arch.return_address_pushed else (slot + 8 + 15) & ~15
             if ctx.in_trace():  # frameless code entered through a shim keeps none
                 saved: Dict[str, int] = {}
             else:
