@@ -19,6 +19,7 @@ from ..target import Memory
 
 # x86-64's (System V psABI), for the callers that name them.
 DWARF_REGISTERS = X86_64.dwarf_registers
+RETURN_ADDRESS = X86_64.return_address_column
 CALLEE_SAVED = X86_64.callee_saved
 MAX_FILES = 32
 # What unwind_with_cfi returns for an outermost frame (its return address is undefined,
