@@ -268,7 +268,8 @@ def test_toyjit_core_unwinds_every_true_frame_to_main(agdb, toyjit_cores, case):
 
 def test_cli_reads_an_aarch64_core_through_a_gdb_that_reads_aarch64(toyjit_cores):
     """``jit-unwind core`` on an aarch64 core picks gdb-multiarch by itself; --sysroot
-    gives it the program's libraries; --debugger none says it cannot."""
+    gives it the program's libraries; --debugger none reads the same stack (libc's
+    frames named from its own symbols: not compared)."""
     core = toyjit_cores["mixed"]
     result = jit_unwind("core", core, aarch64.TOYJIT, "--sysroot", aarch64.SYSROOT)
     assert result.returncode == 1, result.stderr  # a stack, but no Python frames in it
@@ -277,6 +278,7 @@ def test_cli_reads_an_aarch64_core_through_a_gdb_that_reads_aarch64(toyjit_cores
         "toy_stop", "jit_callback", "[jit", "call_jit", "jit_callback", "[jit", "[jit",
         "call_jit", "jit_callback", "[jit", "call_jit", "jit_callback", "[jit", "[jit",
         "call_jit", "main"], result.stdout
-    none = jit_unwind("core", core, aarch64.TOYJIT, "--debugger", "none")
-    assert none.returncode == 2
-    assert "aarch64 core without a debugger is not supported" in none.stderr, none.stderr
+    none = jit_unwind("core", core, aarch64.TOYJIT, "--sysroot", aarch64.SYSROOT,
+                      "--debugger", "none")
+    assert none.returncode == 1, none.stderr
+    assert re.findall(r"^#\d+\s+(\S+)", none.stdout, re.M)[2:] == frames[2:], none.stdout

@@ -17,6 +17,7 @@ import pytest
 
 from tests import aarch64
 from tests.driver import MIXED_JSON
+from tests.e2e.test_cli import jit_unwind
 from tests.jit_python import aarch64_python
 from tests.lldb_driver import run_lldb
 from tests.python_expect import RECURSE
@@ -101,3 +102,16 @@ def test_jit_live(python314):
                               gdb=aarch64.GDBS["gdb18"], qemu_options=["-E", "PYTHON_JIT=1"])
     assert_no_python_failure(output)
     check_cpython_jit(document_of(output), "kill")
+
+
+@pytest.mark.parametrize("case", ["jit", "perf"])
+def test_cores_without_a_debugger(python314, cores, case):
+    """``jit-unwind core --debugger none`` on the same cores: the same document."""
+    result = jit_unwind("core", cores[case], python314, "--sysroot", aarch64.SYSROOT,
+                        "--debugger", "none", "--json")
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    if case == "jit":
+        check_cpython_jit(document, "kill")
+    else:
+        check_recursion(document, DEPTH, perf=True)

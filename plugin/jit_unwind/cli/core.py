@@ -24,9 +24,9 @@ def add_parser(subparsers, epilog: str) -> None:
                              "(zstd, xz, lz4, gzip)")
     parser.add_argument("executable", metavar="EXECUTABLE", nargs="?")
     parser.add_argument("--sysroot", metavar="DIR",
-                        help="where the libraries the core's program loaded are (GDB's "
-                             "'set sysroot'), e.g. an aarch64 root for a core from "
-                             "qemu-aarch64")
+                        help="where the files the core's program loaded are (GDB's "
+                             "'set sysroot'; also for --debugger none), e.g. an aarch64 "
+                             "root for a core from qemu-aarch64")
     add_stack_options(parser)
     parser.set_defaults(run=run)
 
@@ -46,7 +46,7 @@ def find_executable(core: str, shown: str = "") -> str:
     try:
         named = core_executable(core)
     except ValueError as error:
-        raise CliError(f"{shown} is not an x86-64 core file: {error}") from None
+        raise CliError(f"{shown} is not an x86-64 or aarch64 core file: {error}") from None
     if not named:
         raise CliError(f"{shown} does not name its executable: give it, "
                        "jit-unwind core CORE EXECUTABLE")
@@ -87,11 +87,9 @@ def core_machine(core: str) -> int:
 
 def _aarch64_debugger(options):
     """The debugger for an aarch64 core: one built for aarch64 (gdb-multiarch; the
-    pip GDB 18 reads every architecture), as --debugger asks; CliError otherwise."""
+    pip GDB 18 reads every architecture) unless --debugger names one; CliError when
+    there is none."""
     from .debuggers import Debugger, beside_python
-    if options.debugger == "none":
-        raise CliError("reading an aarch64 core without a debugger is not supported: "
-                       "use --debugger gdb (gdb-multiarch)")
     if options.debugger != "gdb":
         return find_debugger(options.debugger)
     found = shutil.which("gdb-multiarch") or beside_python("gdb")
@@ -111,10 +109,7 @@ def _run(options, core: str) -> int:
     else:
         executable = find_executable(core, options.core)
         print(f"jit-unwind: executable {executable} (named by the core)", file=sys.stderr)
-    if options.debugger == "none" and machine == EM_X86_64:
-        if options.sysroot:
-            raise CliError("--sysroot needs a debugger: --debugger none reads the files "
-                           "at the paths the core names")
+    if options.debugger == "none":
         from .in_process import NONE, run_core
         named = executable if not options.executable else _named(core)
         return report(run_core(core, executable, named, options), options, NONE,

@@ -2,6 +2,7 @@
 file itself (``jit_unwind.coreread``), for machines without GDB or LLDB; its text and
 JSON are those the debuggers print."""
 
+import os
 import sys
 from typing import Optional
 
@@ -30,8 +31,8 @@ def run_core(core: str, executable: str, named: Optional[str], options) -> Batch
     from ..coreread import open_core
     argv = mixed_bt_command(options).split()[1:]  # the debuggers' command, same options
     try:
-        process = open_core(core, executable)
-        _use_executable(process, named, executable)
+        process = open_core(core, executable, getattr(options, "sysroot", None) or "")
+        _use_executable(process, named, os.path.abspath(executable))
     except (OSError, ValueError) as error:
         raise CliError(f"cannot read core file {core}: {error}") from None
     errors = ""

@@ -245,9 +245,10 @@ def _restore(row: dict, cie: _Cie, register: int) -> None:
 _tables: FileCache[Optional[EhFrame]] = FileCache(32)
 
 
-def unwind_with_cfi(memory, path: str, file_pc: int, registers: Dict[str, int]
-                    ) -> Optional[Dict[str, int]]:
-    """``unwind/cfi.py``'s unwind_with_cfi, the row read here where this reader can."""
+def unwind_with_cfi(memory, path: str, file_pc: int, registers: Dict[str, int],
+                    arch=None) -> Optional[Dict[str, int]]:
+    """``unwind/cfi.py``'s unwind_with_cfi, the row read here where this reader can
+    (``arch``: the processor's registers; x86-64's by default)."""
     from ..unwind import cfi
     table = _tables.get(path, _open, None)
     try:
@@ -260,10 +261,10 @@ def unwind_with_cfi(memory, path: str, file_pc: int, registers: Dict[str, int]
             from .sections import needed_pyelftools
             needed_pyelftools("call frame information")
             return None
-        return cfi.unwind_with_cfi(memory, path, file_pc, registers)
+        return cfi.unwind_with_cfi(memory, path, file_pc, registers, arch or cfi.X86_64)
     if row is None:
         return None
-    return cfi.caller_registers(memory, row, registers)
+    return cfi.caller_registers(memory, row, registers, arch or cfi.X86_64)
 
 
 _UNREAD = object()  # no row from this reader: ask unwind/cfi.py

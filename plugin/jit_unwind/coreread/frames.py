@@ -16,7 +16,6 @@ from typing import Dict, List, Optional
 from .. import debugger
 from .dwarf import SourceFrame
 
-CALLEE_SAVED = ("rbp", "rbx", "r12", "r13", "r14", "r15")
 OUTERMOST_FUNCTIONS = ("main",)  # GDB's "backtrace past-main off"
 MAX_NATIVE_FRAMES = 5000  # GDB's "backtrace limit" is unlimited; ours is not
 
@@ -41,17 +40,18 @@ class PhysicalFrame:
         self.level = level  # of its innermost (inlined) frame
         self.registers = registers
         process = thread.process
+        self.arch = process.arch
         process.making_frame(level)
         self.sources: List[SourceFrame] = self._sources()
         self.unwinding = self._unwind()  # as GDB sniffs a frame's unwinder when making it
 
     def lookup(self) -> int:
-        pc = self.registers.get("rip", 0)
+        pc = self.registers.get(self.arch.pc, 0)
         return pc if self.index == 0 else pc - 1
 
     def _sources(self) -> List[SourceFrame]:
         process = self.thread.process
-        if not process.dwarf or "rip" not in self.registers:
+        if not process.dwarf or self.arch.pc not in self.registers:
             return []
         located = process.symbols.file_address(self.lookup())
         return process.source_frames(*located) if located is not None else []
@@ -62,7 +62,7 @@ class PhysicalFrame:
 
     def _unwind(self) -> Unwinding:
         process = self.thread.process
-        pc, sp = self.registers.get("rip"), self.registers.get("rsp")
+        pc, sp = self.registers.get(self.arch.pc), self.registers.get(self.arch.sp)
         if pc is None or sp is None:
             return Unwinding(reason="not enough registers or memory available to unwind "
                                     "further")
@@ -93,12 +93,13 @@ class PhysicalFrame:
         located = process.symbols.file_address(lookup)
         if located is not None:
             from .eh_frame import unwind_with_cfi  # here: --python-only walks nothing
-            caller = unwind_with_cfi(process.memory, located[0], located[1], self.registers)
+            caller = unwind_with_cfi(process.memory, located[0], located[1], self.registers,
+                                     self.arch)
             if caller == {}:
                 return Unwinding(outermost=True)
         if caller is None and registered:
             # Code registered through GDB's JIT interface: the registered file's CFI,
-            # CPython 3.15's steady-state rule at every pc (CFA = rbp + 16).
+            # CPython 3.15's steady-state rule at every pc (CFA = frame pointer + 16).
             caller = self._frame_pointer_rule()
         if caller is None:
             caller = self._frame_pointer(lookup)
@@ -108,24 +109,24 @@ class PhysicalFrame:
         return self._checked(caller, sp)
 
     def _frame_pointer(self, lookup: int) -> Optional[Dict[str, int]]:
-        from ..unwind.x86_64 import starts_frame_pointer
         process = self.thread.process
         found = process.symbols.function(lookup)
-        code = process.memory.try_read(found[0], 8) if found else None
-        if code is None or not starts_frame_pointer(code):
+        code = process.memory.try_read(found[0], 32) if found else None
+        if code is None or not self.arch.starts_frame_pointer(code):
             return None
         return self._frame_pointer_rule()
 
     def _frame_pointer_rule(self) -> Optional[Dict[str, int]]:
         memory = self.thread.process.memory
-        rbp = self.registers.get("rbp")
-        if rbp is None:
+        arch = self.arch
+        fp = self.registers.get(arch.fp)
+        if fp is None:
             return None
-        caller_pc = memory.try_read_u64(rbp + 8)
-        saved = memory.try_read_u64(rbp)
+        caller_pc = memory.try_read_u64(fp + 8)
+        saved = memory.try_read_u64(fp)
         if caller_pc is None or saved is None:
             return None
-        return {"rip": caller_pc, "rsp": rbp + 16, "rbp": saved}
+        return {arch.pc: arch.code_address(caller_pc), arch.sp: fp + 16, arch.fp: saved}
 
     def _unwind_nocfi(self, pc: int, sp: int, lookup: int) -> Optional[Unwinding]:
         """Code without CFI in a mapped file (a JavaScript engine's builtins): the GDB
@@ -137,7 +138,7 @@ class PhysicalFrame:
         if code is None or code.source != NOCFI:
             return None
         result = unwind_code(cache, code, pc, sp, self.registers.get, self.index == 0,
-                             lambda: None)
+                             lambda: None, self.arch)
         return None if result is None else self._caller(result, sp, in_trace=False)
 
     def _unwind_jit(self, pc: int, sp: int, regions, registered: bool = False
@@ -150,7 +151,7 @@ class PhysicalFrame:
         # No stale interpreter frames are known without DWARF's eval-loop variables.
         result = unwind_jit_code(pc, sp, process.memory, regions, self.registers.get,
                                  innermost, process.function_start, registered,
-                                 lambda: None)
+                                 lambda: None, self.arch)
         if result is None:
             return None
         process.cache.record(pc, sp, result)
@@ -159,17 +160,22 @@ class PhysicalFrame:
     def _caller(self, result, sp: int, in_trace: bool) -> Unwinding:
         if result.ends_walk:
             return Unwinding(outermost=True)  # the core says why (ended_by_unwinder)
+        arch = self.arch
         caller = {} if in_trace else {
-            k: v for k, v in self.registers.items() if k in CALLEE_SAVED}
+            k: v for k, v in self.registers.items() if k in arch.callee_saved}
         caller.update(result.saved)
-        caller["rip"], caller["rsp"] = result.caller_pc, result.caller_sp
+        caller[arch.pc], caller[arch.sp] = result.caller_pc, result.caller_sp
         return self._checked(caller, sp)
 
-    @staticmethod
-    def _checked(caller: Dict[str, int], sp: int) -> Unwinding:
-        if caller.get("rip", 0) == 0:
+    def _checked(self, caller: Dict[str, int], sp: int) -> Unwinding:
+        arch = self.arch
+        if caller.get(arch.pc, 0) == 0:
             return Unwinding(outermost=True)  # GDB: a zero pc ends the walk
-        if caller["rsp"] <= sp:
+        caller_sp = caller[arch.sp]
+        # A leaf the stop interrupted (aarch64: its return address still in the link
+        # register) may share its caller's sp.
+        leaf = self.index == 0 and arch.link_register is not None and caller_sp == sp
+        if caller_sp <= sp and not leaf:
             return Unwinding(reason="previous frame inner to this frame (corrupt stack?)")
         return Unwinding(registers=caller)
 
@@ -191,7 +197,7 @@ class CoreFrame(debugger.Frame):
         return self.physical.level + self.inlined
 
     def pc(self) -> int:
-        pc = self.registers.get("rip")
+        pc = self.registers.get(self.physical.arch.pc)
         if pc is None:
             raise debugger.DebuggerError("PC not available")
         return pc

@@ -1,6 +1,7 @@
 """The parts of a core file a debugger reads, parsed once: PT_LOAD segments, NT_FILE's
 mapped files (else those the auxv and the dynamic linker's list give), each thread's
-registers (NT_PRSTATUS, in the core's order: GDB's thread numbers)."""
+registers (NT_PRSTATUS, in the core's order: GDB's thread numbers), as the core's
+processor (x86-64, aarch64) lays them out."""
 
 import bisect
 import mmap
@@ -19,6 +20,10 @@ PRPSINFO_PID = 24  # pr_pid in x86-64's struct elf_prpsinfo
 USER_REGS = ("r15", "r14", "r13", "r12", "rbp", "rbx", "r11", "r10", "r9", "r8", "rax",
              "rcx", "rdx", "rsi", "rdi", "orig_rax", "rip", "cs", "eflags", "rsp", "ss",
              "fs_base", "gs_base", "ds", "es", "fs", "gs")
+# user_pt_regs of aarch64: x0-x30, sp, pc, pstate (the same offset in elf_prstatus).
+AARCH64_REGS = (*(f"x{number}" for number in range(31)), "sp", "pc", "pstate")
+EM_X86_64, EM_AARCH64 = 62, 183
+REGISTER_LAYOUTS = {EM_X86_64: USER_REGS, EM_AARCH64: AARCH64_REGS}
 PR_REG, PR_PID = 112, 32
 
 
@@ -59,7 +64,9 @@ class CoreImage:
     """A core file's segments, mapped files and threads.  Raises OSError when it cannot
     be read and ValueError when it is no 64-bit little-endian ELF file."""
 
-    def __init__(self, path: Path, executable: Optional[str] = None):
+    def __init__(self, path: Path, executable: Optional[str] = None, sysroot: str = ""):
+        """``sysroot``: where the files the core names are (a core of another machine's
+        processor: qemu-aarch64's)."""
         self.path = Path(path)
         self.auxv = b""
         self.data = _contents(self.path)
@@ -69,6 +76,9 @@ class CoreImage:
         self.pid: Optional[int] = None  # the process's, from NT_PRPSINFO
         with open(self.path, "rb") as handle:
             headers = _program_headers(handle)
+            handle.seek(18)
+            self.machine = struct.unpack("<H", handle.read(2))[0]
+        self.layout = REGISTER_LAYOUTS.get(self.machine, USER_REGS)
         for kind, flags, offset, vaddr, _paddr, filesz, _memsz, _align in headers:
             if kind == PT_LOAD and filesz:
                 self.segments.append(Segment(vaddr, vaddr + filesz, offset, flags))
@@ -78,16 +88,18 @@ class CoreImage:
         self._starts = [s.start for s in self.segments]
         if not self.files:  # no NT_FILE note (qemu's cores): the files from memory
             self.files = [FileMapping(start, end, path, offset) for start, end, path, offset
-                          in mapped_files(self._read, auxv_pairs(self.auxv), "", executable)]
+                          in mapped_files(self._read, auxv_pairs(self.auxv), sysroot,
+                                          executable)]
         self.files.sort(key=lambda f: f.start)
         self._file_starts = [f.start for f in self.files]
 
     def _notes(self, data: bytes) -> None:
         for kind, body in _note_bodies(data):
-            if kind == NT_PRSTATUS and len(body) >= PR_REG + 8 * len(USER_REGS):
-                values = struct.unpack_from(f"<{len(USER_REGS)}Q", body, PR_REG)
+            layout = self.layout
+            if kind == NT_PRSTATUS and len(body) >= PR_REG + 8 * len(layout):
+                values = struct.unpack_from(f"<{len(layout)}Q", body, PR_REG)
                 pid = struct.unpack_from("<i", body, PR_PID)[0]
-                self.threads.append(ThreadRegisters(pid, dict(zip(USER_REGS, values))))
+                self.threads.append(ThreadRegisters(pid, dict(zip(layout, values))))
             elif kind == NT_PRPSINFO and len(body) >= PRPSINFO_PID + 4:
                 self.pid = struct.unpack_from("<i", body, PRPSINFO_PID)[0]
             elif kind == NT_AUXV:
@@ -116,4 +128,5 @@ class CoreImage:
         return None
 
     def stack_segment(self, thread: int = 0) -> Optional[Segment]:
-        return self.segment_at(self.threads[thread].registers["rsp"])
+        registers = self.threads[thread].registers
+        return self.segment_at(registers.get("rsp", registers.get("sp", 0)))

@@ -3,6 +3,7 @@ run over: what ``jit-unwind core --debugger none`` and the fuzzer's model hand t
 ``py-mixed-bt``."""
 
 import contextlib
+import os
 from pathlib import Path
 from typing import List, Optional
 
@@ -37,6 +38,8 @@ class CoreProcess(debugger.Process):
         self.warnings: List[str] = []
         self._sources: dict = {}  # (path, file address) -> its SourceFrames
         self.cache: Optional[StopCache] = None  # the one stop of a core
+        from ..arch import X86_64, by_elf_machine
+        self.arch = by_elf_machine(image.machine) or X86_64
         self._threads = [CoreThread(self, i + 1, state)
                          for i, state in enumerate(image.threads)]
 
@@ -96,10 +99,13 @@ class CoreProcess(debugger.Process):
         self.warnings.append(text)
 
 
-def open_core(path, executable: Optional[str] = None) -> CoreProcess:
+def open_core(path, executable: Optional[str] = None, sysroot: str = "") -> CoreProcess:
     """The core at ``path`` ready for the commands (its stop cache made), ``executable``
-    its program when known (a core without NT_FILE is read through it).  OSError when
-    it cannot be read, ValueError when it is no x86-64 core."""
-    process = CoreProcess(CoreImage(Path(path), executable))
+    its program when known (a core without NT_FILE is read through it), ``sysroot``
+    where the files it names are.  OSError when it cannot be read, ValueError when it
+    is no 64-bit little-endian core."""
+    if executable:  # a relative path would not be taken for a file's (module_paths)
+        executable = os.path.abspath(executable)
+    process = CoreProcess(CoreImage(Path(path), executable, sysroot))
     process.cache = StopCache(process)
     return process
