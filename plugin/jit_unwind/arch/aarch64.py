@@ -20,8 +20,7 @@ AARCH64 = Architecture(
     decode_frame_setup=decoder.decode_frame_setup,
     decode_error=DecodeError,
     instruction_alignment=4,
-    anchors=(b"\x5f\x24\x03\xd5", b"\x3f\x23\x03\xd5", b"\x7f\x23\x03\xd5"),  # bti c, pac*sp
-    function_ends=decoder.function_ends,
+    anchored_starts=decoder.anchored_starts,
     debugger_names=("aarch64", "arm64", "aarch64-linux-gnu"),
     elf_machine=183,
 )

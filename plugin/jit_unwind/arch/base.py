@@ -1,7 +1,8 @@
 """The description of one processor the unwinder works on (see the package's doc)."""
 
 from dataclasses import dataclass
-from typing import Callable, Dict, Optional, Tuple
+from functools import cached_property
+from typing import Callable, Dict, Optional, Set, Tuple
 
 
 @dataclass(frozen=True)
@@ -21,8 +22,9 @@ class Architecture:
     length of the frame-pointer set-up a function starts with (None when it starts
     otherwise); ``decode_prologue(code, start, stop)`` simulates a function's straight
     start up to ``stop`` (raises ``decode_error``), ``decode_frame_setup(code)`` its
-    frame set-up alone; ``anchors``/``function_ends`` tell where a function may start
-    when a search goes backwards from a pc.
+    frame set-up alone; ``anchored_starts(window, address)`` gives the offsets in the
+    bytes ``window`` (from ``address``) where a function may start, for a search
+    backwards from a pc (after a function's end, at a landing-pad instruction).
     """
 
     name: str
@@ -41,19 +43,18 @@ class Architecture:
     decode_frame_setup: Callable
     decode_error: type
     instruction_alignment: int
-    anchors: Tuple[bytes, ...]
-    function_ends: Callable[[bytes, int], bool]
+    anchored_starts: Callable[[bytes, int], Set[int]]
     debugger_names: Tuple[str, ...]
     elf_machine: int
 
-    @property
+    @cached_property  # asked at every frame the frame-pointer rule unwinds
     def passed_through(self) -> Tuple[str, ...]:
         """Callee-saved registers a frame hands its caller unchanged unless it saved
         them (the frame pointer has its own rule, the return address is no register
         a caller keeps)."""
         return tuple(name for name in self.callee_saved if name != self.fp)
 
-    @property
+    @cached_property
     def return_address_pushed(self) -> bool:
         """True where a call pushes the return address: the caller's sp is then one
         word above the callee's entry sp."""

@@ -1,6 +1,6 @@
 """x86-64: the return address is pushed by the call; rbp is the frame pointer."""
 
-from typing import Optional
+from typing import Optional, Set
 
 from ..unwind import x86_64 as decoder
 from .base import Architecture
@@ -21,8 +21,19 @@ def _frame_pointer_setup(code: bytes) -> Optional[int]:
     return 8 if code.startswith(ENDBR64) else 4
 
 
-def _function_ends(window: bytes, offset: int) -> bool:
-    return offset > 0 and window[offset - 1] in FUNCTION_END
+def _anchored_starts(window: bytes, _address: int) -> Set[int]:
+    """Offsets of each ``endbr64`` and of each byte after a ``ret`` or ``int3``."""
+    found = set()
+    at = window.find(ENDBR64)
+    while at >= 0:
+        found.add(at)
+        at = window.find(ENDBR64, at + 1)
+    for end in FUNCTION_END:
+        at = window.find(end)
+        while at >= 0:
+            found.add(at + 1)
+            at = window.find(end, at + 1)
+    return found
 
 
 X86_64 = Architecture(
@@ -41,8 +52,7 @@ X86_64 = Architecture(
     decode_frame_setup=decoder.decode_frame_setup,
     decode_error=decoder.DecodeError,
     instruction_alignment=1,
-    anchors=(ENDBR64,),
-    function_ends=_function_ends,
+    anchored_starts=_anchored_starts,
     debugger_names=("i386:x86-64", "x86_64", "x86-64"),
     elf_machine=62,
 )

@@ -9,7 +9,7 @@ loads, ``bl``/``blr``, hints such as ``bti`` and ``paciasp``); anything else mak
 decode fail and the caller moves on to another strategy.
 """
 
-from typing import List, Optional
+from typing import List, Optional, Set
 
 from .x86_64 import DecodeError, PrologueState
 
@@ -53,13 +53,25 @@ def call_before(code: bytes) -> bool:
     return len(code) >= 4 and is_call(int.from_bytes(code[-4:], "little"))
 
 
-def function_ends(window: bytes, offset: int) -> bool:
-    """True when the instruction before ``offset`` ends a function (``ret``) or pads
-    between functions (``udf #0``: zeros) and a non-zero one starts there."""
-    if offset < 4:
-        return False
-    before = int.from_bytes(window[offset - 4:offset], "little")
-    return before == RET or before == 0 and window[offset:offset + 4] != bytes(4)
+# Instructions a function may start with: bti c, paciasp, pacibsp.
+LANDING_PADS = (BTI_C, PACIASP, PACIBSP)
+
+
+def anchored_starts(window: bytes, address: int) -> Set[int]:
+    """Offsets in ``window`` (bytes from ``address``) of the instructions a function
+    may start at: a landing pad (``bti c``, ``paciasp``), or the one after a ``ret`` or
+    after ``udf #0`` padding (zeros) that is not padding itself."""
+    found = set()
+    first = -address % 4
+    words = [int.from_bytes(window[at:at + 4], "little")
+             for at in range(first, len(window) - 3, 4)]
+    for index, word in enumerate(words):
+        offset = first + index * 4
+        if word in LANDING_PADS:
+            found.add(offset)
+        elif index and word and words[index - 1] in (RET, 0):
+            found.add(offset)
+    return found
 
 
 def _signed(value: int, bits: int) -> int:

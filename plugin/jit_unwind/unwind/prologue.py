@@ -87,16 +87,14 @@ def search_function_start(ctx: UnwindContext, pc: int) -> Optional[Tuple[int, Pr
     except MemoryReadError:
         return None
     arch = ctx.arch
+    anchored = arch.anchored_starts(window, low)
+    if region is not None and low == region.start:
+        anchored.add(0)
     best = None
-    for offset in range(len(window) - 1, -1, -1):
+    for offset in sorted(anchored, reverse=True):
+        if offset >= len(window):
+            continue
         start = low + offset
-        if start % arch.instruction_alignment:
-            continue
-        anchored = (any(window.startswith(anchor, offset) for anchor in arch.anchors)
-                    or (region is not None and start == region.start)
-                    or arch.function_ends(window, offset))
-        if not anchored:
-            continue
         try:
             state = arch.decode_prologue(window[offset:], start, pc)
         except arch.decode_error:
