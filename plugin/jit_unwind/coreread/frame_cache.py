@@ -21,6 +21,7 @@ import zlib
 from typing import Dict, List, Optional
 
 from ..file_cache import file_identity
+from . import disk_cache
 
 ENV = "JIT_UNWIND_FRAME_CACHE"
 MAX_FILES = 64
@@ -34,11 +35,7 @@ _dirty: Dict[str, "FrameCache"] = {}  # entry path -> cache, written at exit
 
 
 def cache_directory() -> Optional[str]:
-    if os.environ.get(ENV, "").strip().lower() in ("0", "off", "no", "false"):
-        return None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
-                                                            ".cache")
-    return os.path.join(base, "jit-unwind", "dwarf-frames")
+    return disk_cache.cache_directory(ENV, "dwarf-frames")
 
 
 def _reader_identity() -> str:
@@ -93,7 +90,7 @@ class FrameCache:
             data = marshal.dumps(self.entries)
         except ValueError:  # a value marshal cannot hold: nothing kept
             return
-        _write_file(self._directory, entry, data)
+        _write_entry(self._directory, entry, data)
 
     def put(self, address: int, frames: List[tuple]) -> None:
         if self._entry is None or len(self.entries) >= MAX_ENTRIES:
@@ -112,35 +109,5 @@ def write_all() -> None:
     _dirty.clear()
 
 
-def _write_file(directory: str, entry: str, data: bytes) -> None:
-    temporary = f"{entry}.{os.getpid()}.tmp"
-    try:
-        os.makedirs(directory, mode=0o700, exist_ok=True)
-        with open(temporary, "wb") as handle:
-            handle.write(data)
-        os.replace(temporary, entry)  # whole or not at all, for a run reading alongside
-        _trim(directory)
-    except OSError:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-
-
-def _trim(directory: str) -> None:
-    """At most MAX_FILES files: the least recently written go."""
-    with os.scandir(directory) as entries:
-        found = []
-        for count, item in enumerate(entries):
-            if count >= 10 * MAX_FILES:
-                break
-            if item.name.endswith(".frames"):
-                try:
-                    found.append((item.stat().st_mtime_ns, item.path))
-                except OSError:
-                    pass
-    for _mtime, path in sorted(found)[:-MAX_FILES]:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
+def _write_entry(directory: str, entry: str, data: bytes) -> None:
+    disk_cache.write_entry(directory, entry, data, ".frames", MAX_FILES)

@@ -14,6 +14,7 @@ import os
 from typing import Optional
 
 from ..file_cache import file_identity
+from . import disk_cache
 
 ENV = "JIT_UNWIND_SECTION_CACHE"
 MAX_FILES = 64
@@ -21,11 +22,7 @@ MIN_SIZE = 256 * 1024  # smaller sections inflate in well under a millisecond
 
 
 def cache_directory() -> Optional[str]:
-    if os.environ.get(ENV, "").strip().lower() in ("0", "off", "no", "false"):
-        return None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
-                                                            ".cache")
-    return os.path.join(base, "jit-unwind", "dwarf-sections")
+    return disk_cache.cache_directory(ENV, "dwarf-sections")
 
 
 def _entry(directory: str, path: str, name: str, offset: int) -> Optional[str]:
@@ -72,39 +69,9 @@ def section_bytes(path: str, section) -> bytes:
             pass
     data = section.data()
     if entry is not None and len(data) == size:
-        _write(directory, entry, data)
+        _write_entry(directory, entry, data)
     return data
 
 
-def _write(directory: str, entry: str, data: bytes) -> None:
-    temporary = f"{entry}.{os.getpid()}.tmp"
-    try:
-        os.makedirs(directory, mode=0o700, exist_ok=True)
-        with open(temporary, "wb") as handle:
-            handle.write(data)
-        os.replace(temporary, entry)  # whole or not at all, for a run reading alongside
-        _trim(directory)
-    except OSError:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-
-
-def _trim(directory: str) -> None:
-    """At most MAX_FILES sections: the least recently written go."""
-    with os.scandir(directory) as entries:
-        found = []
-        for count, item in enumerate(entries):
-            if count >= 10 * MAX_FILES:
-                break
-            if item.name.endswith(".section"):
-                try:
-                    found.append((item.stat().st_mtime_ns, item.path))
-                except OSError:
-                    pass
-    for _mtime, path in sorted(found)[:-MAX_FILES]:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
+def _write_entry(directory: str, entry: str, data: bytes) -> None:
+    disk_cache.write_entry(directory, entry, data, ".section", MAX_FILES)

@@ -1,0 +1,55 @@
+"""What the core reader's on-disk caches share (``section_cache``: inflated DWARF
+sections; ``frame_cache``: DWARF's answers per pc): where they live, the variable that
+turns one off, and writing an entry whole or not at all, keeping a bounded number."""
+
+import os
+from typing import Optional
+
+OFF = ("0", "off", "no", "false")
+
+
+def cache_directory(env: str, name: str) -> Optional[str]:
+    """``$XDG_CACHE_HOME/jit-unwind/NAME`` (``~/.cache`` by default), None when the
+    variable ``env`` turns the cache off."""
+    if os.environ.get(env, "").strip().lower() in OFF:
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
+                                                            ".cache")
+    return os.path.join(base, "jit-unwind", name)
+
+
+def write_entry(directory: str, entry: str, data: bytes, suffix: str,
+                max_files: int) -> None:
+    """``data`` into ``entry`` (a file of ``directory``) through a temporary file, then at
+    most ``max_files`` entries ending in ``suffix`` kept; errors leave nothing behind."""
+    temporary = f"{entry}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        with open(temporary, "wb") as handle:
+            handle.write(data)
+        os.replace(temporary, entry)  # whole or not at all, for a run reading alongside
+        _trim(directory, suffix, max_files)
+    except OSError:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+
+
+def _trim(directory: str, suffix: str, max_files: int) -> None:
+    """At most ``max_files`` entries: the least recently written go."""
+    with os.scandir(directory) as entries:
+        found = []
+        for count, item in enumerate(entries):
+            if count >= 10 * max_files:
+                break
+            if item.name.endswith(suffix):
+                try:
+                    found.append((item.stat().st_mtime_ns, item.path))
+                except OSError:
+                    pass
+    for _mtime, path in sorted(found)[:-max_files]:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
