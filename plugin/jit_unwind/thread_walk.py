@@ -207,8 +207,7 @@ class ThreadWalk:
         last_pc = _input_pc(last)
         start = self.function_start(last_pc - 1) if last_pc is not None else None
         fp = registers.get(arch.fp)
-        code = self.memory.try_read(start, 8) if start is not None else None
-        if code is not None and arch.starts_frame_pointer(code) and fp is not None:
+        if arch.frame_pointer_setup_at(self.memory, start) is not None and fp is not None:
             saved = self.memory.try_read_u64(fp)
             if saved is None:
                 registers.pop(arch.fp, None)
@@ -345,9 +344,8 @@ class ThreadWalk:
         """The caller of a native frame whose function keeps a frame pointer."""
         arch = self.arch
         start = self.function_start(pc - 1)
-        code = self.memory.try_read(start, 8) if start is not None else None
         rbp = registers.get(arch.fp)
-        if code is None or not arch.starts_frame_pointer(code):
+        if arch.frame_pointer_setup_at(self.memory, start) is None:
             self.stop(pc, sp, f"{name or hex(pc)} keeps no frame pointer and "
                               f"{self.process.debugger_name} cannot unwind it from "
                               f"registers found through JIT code")

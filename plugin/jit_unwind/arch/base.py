@@ -4,6 +4,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Callable, Dict, Optional, Set, Tuple
 
+# The longest frame-pointer set-up read: aarch64's ``paciasp; stp x29, x30, [sp, #-n]!;
+# mov x29, sp`` is 12 bytes, x86-64's ``endbr64; push rbp; mov rbp, rsp`` 8.
+FRAME_SETUP_BYTES = 16
+
 
 @dataclass(frozen=True)
 class Architecture:
@@ -60,9 +64,14 @@ class Architecture:
         word above the callee's entry sp."""
         return self.link_register is None
 
-    def starts_frame_pointer(self, code: bytes) -> bool:
-        """True if ``code`` (a function's first bytes) sets up a frame pointer first."""
-        return self.frame_pointer_setup(code) is not None
+    def frame_pointer_setup_at(self, memory, start: Optional[int]) -> Optional[int]:
+        """:attr:`frame_pointer_setup` of the function at ``start`` in ``memory`` (None
+        when unknown or unreadable): its first FRAME_SETUP_BYTES, or the 8 that hold
+        x86-64's whole set-up where fewer are readable."""
+        if start is None:
+            return None
+        code = memory.try_read(start, FRAME_SETUP_BYTES) or memory.try_read(start, 8)
+        return self.frame_pointer_setup(code) if code is not None else None
 
     def caller_sp_at_entry(self, entry_sp: int) -> int:
         """The caller's sp, from the sp at the callee's first instruction."""

@@ -111,8 +111,8 @@ class PhysicalFrame:
     def _frame_pointer(self, lookup: int) -> Optional[Dict[str, int]]:
         process = self.thread.process
         found = process.symbols.function(lookup)
-        code = process.memory.try_read(found[0], 32) if found else None
-        if code is None or not self.arch.starts_frame_pointer(code):
+        if self.arch.frame_pointer_setup_at(process.memory, found[0] if found else None) \
+                is None:
             return None
         return self._frame_pointer_rule()
 

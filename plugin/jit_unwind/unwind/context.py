@@ -161,10 +161,7 @@ class UnwindContext:
         if saved_rbp == 0 or self.is_stack_address(saved_rbp):
             return ""
         start = self.function_start_of(caller_pc - 1)
-        if start is None:
-            return ""
-        code = self.memory.try_read(start, 8)
-        if code is None or not self.arch.starts_frame_pointer(code):
+        if self.arch.frame_pointer_setup_at(self.memory, start) is None:
             return ""
         fp = self.arch.fp
         return (f"frame pointer chain broken: saved {fp} {saved_rbp:#x} at {slot:#x} is not "

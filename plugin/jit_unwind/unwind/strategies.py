@@ -98,8 +98,7 @@ def kept_frame_pointer_applies(ctx: UnwindContext) -> bool:
     """Whether the function's known start sets up a frame pointer, and the pc is past
     that setup (per pc)."""
     start = ctx.function_start()
-    code = ctx.memory.try_read(start, 8) if start is not None else None
-    setup = ctx.arch.frame_pointer_setup(code) if code is not None else None
+    setup = ctx.arch.frame_pointer_setup_at(ctx.memory, start)
     if setup is None:
         return False
     return ctx.pc >= start + setup  # before it, the frame pointer is not this frame's yet
