@@ -5,6 +5,7 @@ test_cli_doctor.py)."""
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -62,6 +63,20 @@ def test_core_without_executable_prints_every_thread(jit_core):
     assert "_PyEval_EvalFrameDefault" in text
     # GDB's own start-up chatter is not the user's stack.
     assert "Core was generated" not in text and "[New LWP" not in text
+
+
+def test_a_reader_that_stops_early_gets_no_error(jit_core):
+    """`jit-unwind core CORE | head -1`: the first line, and no Broken pipe message."""
+    python, core = jit_core
+    environment = dict(os.environ, PYTHONPATH=str(REPO / "plugin"))
+    command = (f"{shlex.quote(sys.executable)} -m jit_unwind core --debugger none "
+               f"{shlex.quote(str(core))} {shlex.quote(str(python))} | head -1")
+    result = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True,
+                            text=True, errors="replace", timeout=CLI_TIMEOUT, env=environment)
+    assert result.stdout.startswith("Thread 1 "), result
+    assert len(result.stdout.splitlines()) == 1, result
+    assert "Broken pipe" not in result.stderr and "Traceback" not in result.stderr, result
+    assert result.returncode in (0, 141), result
 
 
 def test_core_json_parses(jit_core):

@@ -3,6 +3,7 @@ loaded (this package never imports a debugger).  One module per subcommand, each
 ``add_parser(subparsers)`` and ``run(options) -> exit status``."""
 
 import argparse
+import os
 import sys
 from typing import List, Optional
 
@@ -12,7 +13,8 @@ EPILOG = """exit status:
   0  success
   1  the debugger failed, or found no Python in the process
   2  usage error: bad arguments, a core, executable or process that cannot be found,
-     a compressed core cut short or whose decompressor is not installed"""
+     a compressed core cut short or whose decompressor is not installed
+  141  the reader of the output stopped early (`| head`), quietly"""
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -96,9 +98,21 @@ def main(argv: Optional[List[str]] = None) -> int:
         return error.status
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `jit-unwind ... | head`: the reader has what it wanted
+        _drop_stdout()
+        return 128 + 13  # what a program killed by SIGPIPE reports
     except OSError as error:  # a file or program that went away under us
         print(f"jit-unwind: {error}", file=sys.stderr)
         return USAGE
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null so Python's flush at exit does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 __all__ = ["main", "CliError"]
