@@ -26,6 +26,7 @@ from ..stack import MAX_FRAMES
 from ..walk_frames import (BY_PC, INPUT, NAMED, PASSTHROUGH, provider_walk_key,
                            python_below, shown_frames)
 from .debugger import build_frames, return_address_frames, symbolised_alike, walk_thread
+from .reprints import note_answer
 from .settings import debug_log, setting, show_method
 from .state import cache_for
 from .symfile import in_symbol_file
@@ -125,6 +126,11 @@ class JitFrameProvider(ScriptedFrameProvider):
         return "jit-unwind: unwinds and names JIT frames, adds Python frames"
 
     def get_frame_at_index(self, index):
+        answer = self._answer(index)
+        note_answer()
+        return answer
+
+    def _answer(self, index):
         if self._frames is None:
             self._frames = self._build()
         if self._frames is False:  # no JIT code, no Python: LLDB's own frames

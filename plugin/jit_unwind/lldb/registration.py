@@ -16,6 +16,8 @@ import threading
 
 import lldb
 
+from .reprints import reprints_waited
+
 PROVIDER = "jit_unwind.lldb.provider.JitFrameProvider"
 _registered = {}  # GloballyUniqueID of a target that has the provider -> provider id
 _lock = threading.Lock()
@@ -38,11 +40,17 @@ def ensure_provider(target: "lldb.SBTarget") -> str:
         args = lldb.SBStructuredData()
         args.SetFromJSON("{}")
         error = lldb.SBError()
-        provider_id = target.RegisterScriptedFrameProvider(PROVIDER, args, error)
+        with reprints_waited(_thread_count(target)):
+            provider_id = target.RegisterScriptedFrameProvider(PROVIDER, args, error)
         if error.Fail():
             return f"cannot register the frame provider: {error.GetCString()}"
         _registered[key] = provider_id
     return ""
+
+
+def _thread_count(target: "lldb.SBTarget") -> int:
+    process = target.GetProcess()
+    return process.GetNumThreads() if process.IsValid() else 0
 
 
 def refresh_providers(debugger: "lldb.SBDebugger") -> None:
@@ -56,10 +64,29 @@ def refresh_providers(debugger: "lldb.SBDebugger") -> None:
             provider_id = _registered.pop(target.GetGloballyUniqueID(), None)
         if provider_id is not None:
             try:
-                target.RemoveScriptedFrameProvider(provider_id)
+                with reprints_waited(_thread_count(target)):
+                    target.RemoveScriptedFrameProvider(provider_id)
             except Exception:  # the frames stay as they were until the next stop
                 pass
         ensure_provider(target)
+
+
+def load_core(debugger: "lldb.SBDebugger", core: str) -> None:
+    """Load ``core`` into the selected target after the provider is on it: what
+    ``jit-unwind core --debugger lldb`` runs instead of ``lldb -c CORE``.
+
+    Adding a provider to a target whose threads exist tells each thread its stack
+    changed; LLDB's event thread then reprints every thread's frame 0 through the
+    provider while the next ``-o`` command lists frames on the main thread, and the two
+    take LLDB 23's frame-list and API locks in opposite orders: about one run in two
+    hung for good.  With the provider on the target before the core's threads exist,
+    nothing is reprinted."""
+    target = debugger.GetSelectedTarget()
+    ensure_provider(target)
+    error = lldb.SBError()
+    target.LoadCore(core, error)
+    if error.Fail():
+        print(f"error: cannot load the core {core}: {error.GetCString()}")
 
 
 class RegisterOnStop:
