@@ -79,6 +79,23 @@ def test_a_reader_that_stops_early_gets_no_error(jit_core):
     assert result.returncode in (0, 141), result
 
 
+def test_core_through_lldb_never_hangs(jit_core):
+    """`jit-unwind core --debugger lldb`: LLDB 23 once hung for good in about one run
+    in two (its event thread reprinting frames through the provider while the command
+    listed them); five runs in a row each finish with the stack."""
+    python, core = jit_core
+    environment = dict(os.environ, PYTHONPATH=str(REPO / "plugin"))
+    for _ in range(5):
+        result = subprocess.run([sys.executable, "-m", "jit_unwind", "core", "--debugger",
+                                 "lldb", str(core)], capture_output=True, text=True,
+                                errors="replace", timeout=120, env=environment,
+                                stdin=subprocess.DEVNULL)
+        assert result.returncode == 0, result
+        text = result.stdout
+        assert text.count("[jit] spin (") == 2 and "[py] <module> (" in text, text
+        assert "Traceback" not in result.stderr, result.stderr
+
+
 def test_core_json_parses(jit_core):
     python, core = jit_core
     result = jit_unwind("core", "--json", core, python)

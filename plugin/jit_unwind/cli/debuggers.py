@@ -105,9 +105,19 @@ def batch_argv(debugger: Debugger, commands: Sequence[str], *, core: str = "",
         argv += ["-o", command]
     if pid:
         argv += ["-o", "process detach", "-p", str(pid)]
-    else:
-        argv += ["-c", core, executable]
+        return argv
+    # The core is loaded once the provider is on the target, not by ``lldb -c CORE``
+    # before the plugin's import: see registration.load_core.
+    load = ("script import jit_unwind.lldb.registration as registration; "
+            f"registration.load_core(lldb.debugger, {core!r})")
+    mark = argv.index(f"script print({MARK!r})") - 1
+    argv[mark:mark] = ["-o", f"target create {_lldb_quoted(executable)}", "-o", load]
     return argv
+
+
+def _lldb_quoted(argument: str) -> str:
+    """One argument of an LLDB command, spaces and quotes kept."""
+    return '"' + argument.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _symbol_reading(debug_info: bool) -> List[str]:
