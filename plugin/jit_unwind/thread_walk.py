@@ -224,7 +224,7 @@ class ThreadWalk:
         while len(self.out) < MAX_FRAMES:
             match = self.by_pc_sp.get((pc, sp))
             if match is not None and match >= next_input and not innermost:
-                if not self.is_jit(pc, False):
+                if not self.is_jit(pc, False) and not self.in_unknown_copy(pc - 1):
                     return match  # the debugger's frame: its registers are its own
             if self.is_jit(pc, innermost):
                 step = self.jit_step(pc, sp, registers, innermost)
@@ -315,6 +315,16 @@ class ThreadWalk:
         caller.update(result.saved)
         caller[self.arch.pc], caller[self.arch.sp] = result.caller_pc, result.caller_sp
         return caller
+
+    def in_unknown_copy(self, address: int) -> bool:
+        """True for code without CFI the debugger has no symbol for but a mapped file
+        names (V8's builtins remapped from node's executable): the debugger unwinds it
+        by its own heuristics (LLDB: rbp, passing the JIT code's registers on to the
+        caller), so the walk does not rejoin its frames there but unwinds it by the
+        no-CFI rules (an entry record's saved registers)."""
+        if self.process.symbol_at(address) is not None:
+            return False
+        return self.nocfi_function(address) is not None
 
     def nocfi_function(self, address: int) -> Optional[Region]:
         """The function holding ``address``: the debugger's symbol, else the symbol of
