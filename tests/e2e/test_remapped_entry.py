@@ -18,6 +18,7 @@ import re
 import pytest
 
 from tests.driver import driver
+from tests.e2e.test_cli import jit_unwind
 from tests.support import fixture_binary
 
 DEBUGGERS = ["gdb13", "gdb18", "lldb23"]
@@ -61,8 +62,29 @@ def test_entry_code_in_a_second_mapping_of_the_executable(name, tmp_path):
     core = tmp_path / debugger.core_name()
     settings = ["set jit-unwind show-method on", "set backtrace past-main on"] if gdb \
         else ["jit-unwind show-method on"]
-    live = debugger.launch(program(), [*settings, "bt"], core=core)
+    live = debugger.launch(program(), [*settings, "bt", "py-mixed-bt"], core=core)
     assert_true_stack(frame_lines(live.output("bt")), gdb)
+    assert_mixed_stack(live.output("py-mixed-bt"))
     from_core = debugger.open_core(program(), core, [*settings, "bt"])
-    core.unlink()
     assert_true_stack(frame_lines(from_core.output("bt")), gdb)
+    if name == "gdb18":  # the core reader without a debugger, on GDB's core
+        result = jit_unwind("core", "--debugger", "none", core, program()[0])
+        assert "Traceback" not in result.stderr, result.stderr
+        assert_mixed_stack(result.stdout)
+    core.unlink()
+
+
+def assert_mixed_stack(text):
+    """py-mixed-bt's (and ``jit-unwind core``'s) listing: the copy named from the
+    file, between the JIT frame and invoke_entry."""
+    lines = [line for line in text.splitlines() if re.match(r"#\d+ ", line)]
+    start = next((i for i, line in enumerate(lines) if "entry_stop" in line), None)
+    assert start is not None, text
+    listing = "\n".join(lines)
+    for line, name in zip(lines[start:], EXPECTED):
+        assert name in line, listing
+    rest = lines[start + len(EXPECTED):]  # main's callers where the walk goes on
+    assert len(rest) in (0, len(PAST_MAIN)), listing
+    for line, name in zip(rest, PAST_MAIN):
+        assert name in line, listing
+    assert "??" not in listing and "[guess" not in listing, listing
