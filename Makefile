@@ -67,7 +67,7 @@ $(VENV)/.installed: requirements-test.txt setup.cfg
 	touch $@
 
 fixtures: $(BUILD)/toyjit $(BUILD)/deepstack $(BUILD)/jitdump_jit $(BUILD)/manyjit $(BUILD)/nocfi \
-          $(BUILD)/runtimes/Hot.class cpython-fixtures aarch64-fixtures
+          $(BUILD)/remapped_entry $(BUILD)/runtimes/Hot.class cpython-fixtures aarch64-fixtures
 
 # The CPython test interpreters of tests/jit_python.py, once per machine into
 # ~/.cache/jit-unwind: unpacked from ../shared/cpython when it has them (seconds), else
@@ -92,6 +92,12 @@ $(BUILD)/nocfi: $(NOCFI_SOURCES)
 	gcc -O1 -fno-asynchronous-unwind-tables -fno-unwind-tables -fomit-frame-pointer \
 	    -c -o $(BUILD)/nocfi_c.o tests/fixtures/nocfi_c.c
 	gcc $(FIXTURE_CFLAGS) -o $@ tests/fixtures/nocfi.c $(BUILD)/nocfi_asm.o $(BUILD)/nocfi_c.o
+
+# Entry code (V8's JSEntry layout, no CFI) run from a second, file-backed mapping of the
+# program's own code, as V8 remaps node's builtins.
+$(BUILD)/remapped_entry: tests/fixtures/remapped_entry.c tests/fixtures/remapped_entry_asm.S
+	@mkdir -p $(BUILD)
+	gcc $(FIXTURE_CFLAGS) -o $@ $^
 
 # The HotSpot program of tests/e2e/test_jit_runtimes.py (the other runtimes' are scripts).
 $(BUILD)/runtimes/Hot.class: tests/fixtures/runtimes/Hot.java

@@ -138,6 +138,11 @@ def describe(frame: Frame, cache: StopCache) -> NativeFrame:
         native.name = frame.function_name()
     if native.name is not None and native.name.startswith(UNNAMED):
         native.name = None  # as GDB's "??": the same listing from both debuggers
+    if native.name is None:  # a second mapping of a file's code: the file's symbol
+        try:
+            native.name = nocfi_name(frame, pc, cache)
+        except Exception:  # an unreadable file: a name is a bonus
+            pass
     if native.name is None:
         native.library = library_of(pc if frame.level == 0 else pc - 1, cache)
     source = frame.source()

@@ -22,6 +22,8 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from .arch import Architecture
 from .debugger import DebuggerError, Frame
 from .model import Region, Unwound
+from .regions.nocfi import SOURCE as NOCFI
+from .regions.nocfi import function_at
 from .session import StopCache
 from .stack import MAX_FRAMES, ends_backtrace
 from .unwind import (UnwindContext, unwind_jit_frame, unwind_nocfi_frame,
@@ -222,7 +224,7 @@ class ThreadWalk:
         while len(self.out) < MAX_FRAMES:
             match = self.by_pc_sp.get((pc, sp))
             if match is not None and match >= next_input and not innermost:
-                if not self.is_jit(pc, False):
+                if not self.is_jit(pc, False) and not self.in_unknown_copy(pc - 1):
                     return match  # the debugger's frame: its registers are its own
             if self.is_jit(pc, innermost):
                 step = self.jit_step(pc, sp, registers, innermost)
@@ -298,12 +300,9 @@ class ThreadWalk:
         assembly, code built without unwind tables) by the core's exact strategies for
         such code: its prologue decoded from its symbol's start; None when they cannot
         tell."""
-        symbol = self.process.symbol_at(pc - 1)
-        if symbol is None or symbol.start is None or symbol.end is None:
+        function = self.nocfi_function(pc - 1)
+        if function is None or not function.start < pc <= function.end:
             return None
-        if not symbol.start < pc <= symbol.end:
-            return None
-        function = Region(symbol.start, symbol.end, "no-cfi", symbol.name)
         ctx = UnwindContext(pc, sp, self.memory, self.regions, registers.get, False,
                             self.function_start, function, arch=self.arch)
         try:
@@ -316,6 +315,30 @@ class ThreadWalk:
         caller.update(result.saved)
         caller[self.arch.pc], caller[self.arch.sp] = result.caller_pc, result.caller_sp
         return caller
+
+    def in_unknown_copy(self, address: int) -> bool:
+        """True for code without CFI the debugger has no symbol for but a mapped file
+        names (V8's builtins remapped from node's executable): the debugger unwinds it
+        by its own heuristics (LLDB: rbp, passing the JIT code's registers on to the
+        caller), so the walk does not rejoin its frames there but unwinds it by the
+        no-CFI rules (an entry record's saved registers)."""
+        if self.process.symbol_at(address) is not None:
+            return False
+        return self.nocfi_function(address) is not None
+
+    def nocfi_function(self, address: int) -> Optional[Region]:
+        """The function holding ``address``: the debugger's symbol, else the symbol of
+        the mapped file at that mapping's offset (a second mapping of a file's code, as
+        V8 maps node's builtins near its JIT code, is no module's to a debugger), so
+        that its code is unwound by the same rules (V8's JSEntry by its entry record)."""
+        symbol = self.process.symbol_at(address)
+        if symbol is not None and symbol.start is not None and symbol.end is not None:
+            return Region(symbol.start, symbol.end, NOCFI, symbol.name)
+        try:
+            region = self.regions.nocfi_at(address)
+            return function_at(region, address) if region is not None else None
+        except Exception:  # an unreadable file: the walk goes on without its names
+            return None
 
     def native_step(self, pc: int, sp: int, registers: Registers) -> Optional[Caller]:
         """A native frame the debugger did not give us: keep it, go on by its .eh_frame,

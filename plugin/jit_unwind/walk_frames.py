@@ -141,7 +141,7 @@ def shown_frames(steps: Sequence[Step], frames: Sequence[Frame], cache: StopCach
             shown = _jit_frames(step, frame_of[id(step)], cache, show_method,
                                 in_symbol_file)
         else:
-            shown = [Shown(NATIVE, pc=step.pc)]
+            shown = [_native_frame(step, frame_of.get(id(step)), cache)]
         shown += [Shown(NAMED, name=python_name(frame), source=(frame.filename, frame.line))
                   for frame in below.get(id(step), ())]
         yield step, shown
@@ -160,6 +160,15 @@ def _input_frame(step: Step, frame: Optional[Frame], cache: StopCache) -> Shown:
     if name is None:
         return Shown(INPUT, index=step.index)
     return Shown(NAMED, pc=pc, name=name)
+
+
+def _native_frame(step: Step, frame: Optional[Frame], cache: StopCache) -> Shown:
+    """A native caller the walk found, as LLDB symbolises it, unless no module holds its
+    code (V8's builtins remapped from node's executable): then named from the file."""
+    name = nocfi_name(frame, step.pc, cache) if frame is not None else None
+    if name is None:
+        return Shown(NATIVE, pc=step.pc)
+    return Shown(NAMED, pc=step.pc, name=name)
 
 
 def _jit_frames(step: Step, frame: Frame, cache: StopCache, show_method: bool,

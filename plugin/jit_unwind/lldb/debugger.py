@@ -20,6 +20,7 @@ import lldb
 
 from ..debugger import DebuggerError, Frame, Process, Symbol, Thread
 from ..regions import Mapping
+from ..regions.minidump import minidump_maps
 from ..session import StopCache
 from ..stack import MAX_FRAMES, ends_backtrace
 from ..thread_walk import Step, ThreadWalk
@@ -389,7 +390,14 @@ class LldbProcess(Process):
         return spec.fullpath if spec is not None and spec.IsValid() else None
 
     def debugger_mappings(self) -> List[Mapping]:
-        """LLDB's memory region list (a minidump's is the process's /proc/PID/maps)."""
+        """LLDB's memory region list; a minidump's from its copy of the process's
+        /proc/PID/maps, which has the file offsets LLDB's list leaves out."""
+        if self.inner.GetPluginName() == "minidump":
+            spec = self.inner.GetCoreFile()
+            found = minidump_maps(spec.fullpath) if spec is not None and spec.IsValid() \
+                and spec.fullpath else None
+            if found:
+                return found
         regions = self.inner.GetMemoryRegions()
         mappings = []
         for index in range(min(regions.GetSize(), MAX_REGIONS)):
