@@ -2,8 +2,8 @@
 ``cxx_caller``'s call frame information holds ``DW_CFA_GNU_args_size`` (it pushes stack
 arguments around calls that may throw), which pyelftools 0.33 cannot decode.  LLDB 23
 drops the callers of the frameless JIT code, so the plugin's walk unwinds cxx_caller
-from its ``.eh_frame`` (``unwind/cfi.py``) and rejoins LLDB's frames at ``main``; GDB
-unwinds it with its own CFI.  Each lists every frame in order to ``main``, live and on
+from its ``.eh_frame`` (``unwind/cfi.py``) and rejoins LLDB's frames at ``main``, as
+lldb-19's py-mixed-bt does; GDB unwinds it with its own CFI.  Each lists every frame in order to ``main``, live and on
 a core, and no live session imports pyelftools to do it (its import alone costs
 ~30 ms)."""
 
@@ -12,6 +12,7 @@ import subprocess
 
 import pytest
 
+from tests.driver import driver
 from tests.lldb_driver import WAIT_FOR_PROVIDER, frames_to_main, run_lldb
 from tests.support import GDB_BINARIES, fixture_binary, parse_backtrace, run_gdb
 
@@ -86,3 +87,13 @@ def test_lldb(core):
     assert "pyelftools imported: False" in output, output
     check_lldb(run_lldb([WAIT_FOR_PROVIDER, "bt"], [fixture_binary("cxx_args_size")],
                         core=core), 2)
+
+
+def test_lldb19_py_mixed_bt():
+    """lldb-19 has no frame providers: py-mixed-bt walks the same way."""
+    output = driver("lldb19").launch([fixture_binary("cxx_args_size"), "1"],
+                                     ["py-mixed-bt", LLDB_PYELFTOOLS]).whole
+    names = [_name(name) for name in re.findall(r"^#\d+\s+(?:::)?(\S+)", output, re.M)]
+    assert names[names.index("cxx_stop"):] == expected(1), output
+    assert "stopped" not in output.split("(lldb) py-mixed-bt")[1], output
+    assert "pyelftools imported: False" in output, output
