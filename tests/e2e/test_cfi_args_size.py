@@ -3,9 +3,9 @@
 arguments around calls that may throw), which pyelftools 0.33 cannot decode.  LLDB 23
 drops the callers of the frameless JIT code, so the plugin's walk unwinds cxx_caller
 from its ``.eh_frame`` (``unwind/cfi.py``) and rejoins LLDB's frames at ``main``, as
-lldb-19's py-mixed-bt does; GDB unwinds it with its own CFI.  Each lists every frame in order to ``main``, live and on
-a core, and no live session imports pyelftools to do it (its import alone costs
-~30 ms)."""
+lldb-19's py-mixed-bt does; GDB unwinds it with its own CFI.  Each lists every frame
+in order to ``main``, live and on a core, and no live session imports pyelftools to do
+it (its import alone costs ~30 ms)."""
 
 import re
 import subprocess

@@ -183,7 +183,7 @@ class EhFrame:
                     cie = self._cie(at + 4 - pointer)
                     fmt = _address_format(cie.fde_encoding)
                     (value,) = struct.unpack_from(fmt, data, at + 8)
-                except (Unsupported, IndexError, ValueError, struct.error):
+                except (Unsupported, IndexError, ValueError, struct.error, KeyError):
                     cie = None
                 if cie is not None:
                     if cie.fde_encoding & 0x70 == _PCREL:
