@@ -8,7 +8,7 @@ BUILD := build
 PYTHON311 ?= $(shell command -v python3.11 || echo /usr/bin/python3)
 APT_PACKAGES := gdb gcc make python3 python3-venv python3-pyelftools python3-tabulate \
                 lldb-19 python3-lldb-19 gjs ruby luajit openjdk-17-jdk-headless nodejs \
-                qemu-user gdb-multiarch gcc-aarch64-linux-gnu libc6-arm64-cross
+                qemu-user gdb-multiarch gcc-aarch64-linux-gnu libc6-arm64-cross g++
 FIXTURE_CFLAGS := -O0 -g -fno-omit-frame-pointer -Wall -Wextra
 PYTEST_ARGS ?=
 
@@ -67,7 +67,8 @@ $(VENV)/.installed: requirements-test.txt setup.cfg
 	touch $@
 
 fixtures: $(BUILD)/toyjit $(BUILD)/deepstack $(BUILD)/jitdump_jit $(BUILD)/manyjit $(BUILD)/nocfi \
-          $(BUILD)/remapped_entry $(BUILD)/runtimes/Hot.class cpython-fixtures aarch64-fixtures
+          $(BUILD)/remapped_entry $(BUILD)/runtimes/Hot.class cpython-fixtures aarch64-fixtures \
+          $(BUILD)/cxx_args_size
 
 # The CPython test interpreters of tests/jit_python.py, once per machine into
 # ~/.cache/jit-unwind: unpacked from ../shared/cpython when it has them (seconds), else
@@ -98,6 +99,12 @@ $(BUILD)/nocfi: $(NOCFI_SOURCES)
 $(BUILD)/remapped_entry: tests/fixtures/remapped_entry.c tests/fixtures/remapped_entry_asm.S
 	@mkdir -p $(BUILD)
 	gcc $(FIXTURE_CFLAGS) -o $@ $^
+
+# C++ whose CFI holds DW_CFA_GNU_args_size (g++ writes it with -fexceptions at calls that
+# push stack arguments and may throw), between JIT frames (tests/e2e/test_cfi_args_size.py).
+$(BUILD)/cxx_args_size: tests/fixtures/cxx_args_size.cc
+	@mkdir -p $(BUILD)
+	g++ -O2 -g -fexceptions -Wall -Wextra -o $@ $<
 
 # The HotSpot program of tests/e2e/test_jit_runtimes.py (the other runtimes' are scripts).
 $(BUILD)/runtimes/Hot.class: tests/fixtures/runtimes/Hot.java

@@ -18,6 +18,7 @@ from tests.support import (PRINT_PID, assert_no_unnamed_frames, fixture_binary,
 
 VERSIONS = ["3.13.0", "3.14.6", "3.15.0rc2"]
 VIA = " [via jitdump-cfi]"
+PYELFTOOLS = 'python import sys; print("pyelftools imported:", "elftools" in sys.modules)'
 
 
 def _dump_paths(output):
@@ -119,8 +120,10 @@ def test_toy_jit_code_only_its_cfi_unwinds(gdb, tmp_path):
     program = fixture_binary("jitdump_jit")
     core = tmp_path / "toy.core"
     live = run_gdb(gdb, ["run", "set jit-unwind show-method on", "bt", "info jit-regions",
-                         f"gcore {core}"], [program, "3", "--dir", tmp_path])
+                         PYELFTOOLS, f"gcore {core}"], [program, "3", "--dir", tmp_path])
     _check_toy(live, 3)
+    # The dump's .eh_frame is read by the plugin's own reader: no pyelftools (~30 ms).
+    assert "pyelftools imported: False" in live, live
     assert re.search(rf"^jitdump {tmp_path}/jit-\d+\.dump: 1 function whose code is in "
                      r"memory, 1 read from the writer's unflushed buffer$", live, re.M), live
     from_core = run_gdb(gdb, ["set jit-unwind show-method on", "bt"], [program], core=core)

@@ -76,7 +76,7 @@ def test_the_eh_frame_covers_the_code_where_the_writer_placed_it(recorded):
     load = _traced(parse_jitdump(recorded[0]))
     entries = fde_entries(load.unwinding.eh_frame, load.eh_frame_address)
     assert [(start, end) for start, end, _fde in entries] == [(load.start, load.end)]
-    rows = entries[0][2].get_decoded().table
+    rows = entries[0][2]
     # At entry: CFA = rsp + 8, return address at CFA - 8 (the call just pushed it).
     assert rows[0]["pc"] == load.start
     assert (rows[0]["cfa"].reg, rows[0]["cfa"].offset) == (7, 8)
@@ -204,7 +204,7 @@ def test_jitdump_cfi_unwinds_a_trampoline_at_its_call(recorded):
 
 def entries_rows(load):
     entries = fde_entries(load.unwinding.eh_frame, load.eh_frame_address)
-    return entries[0][2].get_decoded().table
+    return entries[0][2]
 
 
 def test_the_dump_is_found_by_pid_mapping_and_user_path(recorded, tmp_path):

@@ -92,7 +92,7 @@ class PhysicalFrame:
         caller = None
         located = process.symbols.file_address(lookup)
         if located is not None:
-            from .eh_frame import unwind_with_cfi  # here: --python-only walks nothing
+            from ..unwind.cfi import unwind_with_cfi  # here: --python-only walks nothing
             caller = unwind_with_cfi(process.memory, located[0], located[1], self.registers,
                                      self.arch)
             if caller == {}:

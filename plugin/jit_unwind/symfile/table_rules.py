@@ -1,6 +1,6 @@
 """``.eh_frame`` rules for JIT code whose JIT gave its own (a jitdump's unwinding
-records): the writer's FDEs, decoded (pyelftools, as the jitdump-cfi strategy reads
-them) and written again for the symbol file's CIE (code alignment 1, data alignment -8,
+records): the writer's FDEs, decoded (``unwind/cfi_rows``, as the jitdump-cfi strategy
+reads them) and written again for the symbol file's CIE (code alignment 1, data alignment -8,
 return address in column 16) with absolute addresses.
 
 Decoded rows rather than the writer's bytes: its CIE may use other alignment factors
@@ -79,7 +79,7 @@ def _same(a, b) -> bool:
 
 
 def program_of_rows(rows, start: int) -> Optional[bytes]:
-    """The CFA program stating ``rows`` (pyelftools' decoded table of an FDE that
+    """The CFA program stating ``rows`` (``cfi_rows``' decoded table of an FDE that
     starts at ``start``) from the symbol file's CIE state; None when a rule cannot be
     said exactly."""
     if len(rows) > MAX_ROWS:  # the rest of the range would keep the last row's rules
@@ -115,7 +115,7 @@ def program_of_rows(rows, start: int) -> Optional[bytes]:
 class JitdumpRules:
     """The writer's rules for the functions of one symbol file, read once per distinct
     table: every trampoline of CPython's ``-X perf_jit`` has the same ``.eh_frame``
-    bytes at the same distance from its code, so one parse (pyelftools: a fraction of
+    bytes at the same distance from its code, so one parse (a fraction of
     a millisecond each) serves thousands of functions.  At most ``MAX_PARSES`` distinct
     tables are read for a file; functions beyond them are decoded as without a record."""
 
@@ -148,17 +148,13 @@ class JitdumpRules:
 def _relative_rules(eh_frame: bytes, eh_frame_address: int, start: int, end: int
                     ) -> List[Placed]:
     """The FDEs inside [start, end) as (offset from start, pc_range, program)."""
-    from ..unwind.jitdump_cfi import read_fdes  # pyelftools: only with such records
+    from ..unwind.jitdump_cfi import read_fdes  # only with such records
     placed: List[Placed] = []
-    for fde_start, fde_end, entry in read_fdes(eh_frame, eh_frame_address):
+    for fde_start, fde_end, rows in read_fdes(eh_frame, eh_frame_address):
         if fde_end <= start or fde_start >= end:
             continue
         if len(placed) >= MAX_FDES_PER_FUNCTION or not (start <= fde_start < fde_end <= end):
             return placed  # an FDE beyond the function's code: not ours to state
-        try:
-            rows = entry.get_decoded().table
-        except Exception:  # bytes pyelftools cannot decode: no rules for this FDE
-            continue
         program = program_of_rows(rows, fde_start)
         if program is not None:
             placed.append((fde_start - start, fde_end - fde_start, program))

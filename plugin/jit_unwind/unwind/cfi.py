@@ -1,21 +1,20 @@
 """Unwind a native frame with its file's DWARF call frame information (``.eh_frame``).
 
 For debuggers that cannot resume their own unwinding from registers we recovered (LLDB's
-frame providers): once a walk through JIT code reaches a native caller, its caller is
-found by the CFA rule of its FDE.  Only the common rules are evaluated (CFA = register +
-offset; registers saved at CFA + offset, or unchanged); DWARF expressions end the walk.
-Entries are parsed when first needed (pyelftools), tables kept per path, size and mtime.
+frame providers), for the core reader (``--debugger none``), and for the stack scan's
+check of a return address into a file's code: the caller is found by the CFA rule of
+the FDE covering the pc.  Only the common rules are evaluated (CFA = register + offset;
+registers saved at CFA + offset, or unchanged); DWARF expressions end the walk.  Rows
+are read by ``cfi_rows`` when first needed, tables kept per file (``FileCache``).
 """
 
-import bisect
-import io
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from ..arch import X86_64, Architecture
 from ..file_cache import FileCache
 from ..rawelf import RawElf, file_bias
-from ..regions.nocfi import search_table as read_search_table
 from ..target import Memory
+from .cfi_rows import EhFrame
 
 # x86-64's (System V psABI), for the callers that name them.
 DWARF_REGISTERS = X86_64.dwarf_registers
@@ -27,100 +26,14 @@ MAX_FILES = 32
 OUTERMOST: Dict[str, int] = {}
 
 
-class CfiTable:
-    """The FDEs of one ELF file, sorted by start (file addresses).
-
-    The FDE covering a pc is found through ``.eh_frame_hdr``'s search table and only
-    that FDE (and its CIE) is parsed: pyelftools 0.29 (Debian's, which GDB 13 and
-    lldb-19 use) builds its parsers anew for every entry, about 15 s for all of
-    libpython's.  Without a search table every entry is parsed once."""
-
-    def __init__(self, path: str):
-        from elftools.dwarf.callframe import CallFrameInfo
-        from elftools.dwarf.structs import DWARFStructs
-        from elftools.elf.elffile import ELFFile
-        self._handle = open(path, "rb")  # kept for the table's life
-        elf = ELFFile(self._handle)
-        self._starts: List[int] = []
-        self._offsets: List[int] = []
-        self._entries: Dict[int, object] = {}
-        frames = elf.get_section_by_name(".eh_frame")
-        if frames is None or not frames["sh_size"]:
-            return
-        data = frames.data()
-        self._cfi = CallFrameInfo(io.BytesIO(data), len(data), frames["sh_addr"],
-                                  DWARFStructs(little_endian=True, dwarf_format=32,
-                                               address_size=8), for_eh_frame=True)
-        header = elf.get_section_by_name(".eh_frame_hdr")
-        index = None if header is None else search_table(
-            header.data(), header["sh_addr"], frames["sh_addr"], len(data))
-        if index is not None:
-            self._starts, self._offsets = index
-            return
-        found = []
-        for entry in self._cfi.get_entries():
-            header = getattr(entry, "header", None)
-            if header is not None and "initial_location" in header:
-                found.append((header["initial_location"], entry.offset, entry))
-        found.sort(key=lambda item: item[0])
-        self._starts = [item[0] for item in found]
-        self._offsets = [item[1] for item in found]
-        self._entries = {item[1]: item[2] for item in found}
-
-    def _entry(self, offset: int):
-        entry = self._entries.get(offset)
-        if entry is None:
-            entry = self._entries[offset] = self._cfi._parse_entry_at(offset)
-        return entry
-
-    def row_at(self, file_pc: int):
-        """The decoded CFI row in force at ``file_pc``, None when no FDE covers it."""
-        index = bisect.bisect_right(self._starts, file_pc) - 1
-        if index < 0:
-            return None
-        try:
-            entry = self._entry(self._offsets[index])
-            header = entry.header
-            start = header["initial_location"]
-            if not start <= file_pc < start + header["address_range"]:
-                return None
-            table = entry.get_decoded().table
-        except Exception:  # a broken entry, an instruction pyelftools cannot decode
-            return None
-        row = None
-        for candidate in table:
-            if candidate["pc"] <= file_pc:
-                row = candidate
-            else:
-                break
-        return row
-
-
-MAX_FDES = 1_000_000
-
-
-def search_table(header: bytes, header_address: int, frames_address: int,
-                 frames_size: int) -> Optional[Tuple[List[int], List[int]]]:
-    """(FDE starts, FDE offsets in .eh_frame), sorted by start, from .eh_frame_hdr's
-    binary search table (regions/nocfi.py reads it); None for a table in another
-    encoding, cut short, or pointing outside ``.eh_frame``."""
-    try:
-        index = read_search_table(header, header_address, frames_address, MAX_FDES)
-    except ValueError:
-        return None
-    if index is None or any(not 0 <= offset < frames_size for offset in index[1]):
-        return None
-    return index
-
-
-_tables: FileCache[Optional[CfiTable]] = FileCache(MAX_FILES)
+_tables: FileCache[Optional[EhFrame]] = FileCache(MAX_FILES)
 _loads: FileCache[Optional[List[Tuple[int, int]]]] = FileCache(MAX_FILES)  # PT_LOADs
 
 
-def cfi_table(path: str) -> Optional[CfiTable]:
+def cfi_table(path: str) -> Optional[EhFrame]:
     """The .eh_frame table of ``path``, None when it has none we can read (not ELF, no
-    pyelftools, a broken table)."""
-    return _tables.get(path, CfiTable, None)
+    such section, a broken one)."""
+    return _tables.get(path, EhFrame.of_file, None)
 
 
 def unwind_with_cfi(memory: Memory, path: str, file_pc: int, registers: Dict[str, int],
@@ -160,7 +73,7 @@ def _read_loads(path: str) -> List[Tuple[int, int]]:
 
 def caller_registers(memory: Memory, row, registers: Dict[str, int],
                      arch: Architecture = X86_64) -> Optional[Dict[str, int]]:
-    """The caller's registers by one decoded CFI row (pyelftools' dict: "cfa" and
+    """The caller's registers by one decoded CFI row (``cfi_rows``' dict: "cfa" and
     register rules); None when the row cannot tell; OUTERMOST when it says the frame
     has no caller.  Where the return address is a register's column (aarch64's x30),
     a row without a rule for it leaves it in that register."""

@@ -1,27 +1,29 @@
 """Unwind JIT code by the ``.eh_frame`` its JIT wrote into a perf jitdump.
 
 The most certain strategy: the rules come from the code generator itself.  The
-``.eh_frame`` bytes of an unwinding record are parsed (pyelftools) as if placed where
+``.eh_frame`` bytes of an unwinding record are read (``cfi_rows``) as if placed where
 the writer laid them out, right after the code (their pc-relative pointers count from
 there), and the row for the pc is evaluated by :func:`cfi.caller_registers`.  Records
 come from the region map (``unwind_records``), already checked against memory.
 """
 
-import io
 from typing import Dict, List, Optional, Tuple
 
 from ..model import UnwindMethod, Unwound
 from .cfi import OUTERMOST, caller_registers
+from .cfi_rows import EhFrame
 from .context import UnwindContext
 
 MAX_TABLES = 4096
-# (eh_frame bytes, address) -> [(start, end, FDE)] sorted; every CPython trampoline has
-# the same bytes at its own address.
-_tables: Dict[Tuple[bytes, int], List[Tuple[int, int, object]]] = {}
+Fde = Tuple[int, int, List[dict]]  # start, end, every row of its table
+# (eh_frame bytes, address) -> its FDEs sorted; every CPython trampoline has the same
+# bytes at its own address.
+_tables: Dict[Tuple[bytes, int], List[Fde]] = {}
 
 
-def fde_entries(eh_frame: bytes, address: int) -> List[Tuple[int, int, object]]:
-    """The FDEs of ``eh_frame`` placed at ``address``; [] when they cannot be read."""
+def fde_entries(eh_frame: bytes, address: int) -> List[Fde]:
+    """The FDEs of ``eh_frame`` placed at ``address`` with their rows; [] when they
+    cannot be read (an FDE whose instructions cannot be decoded is left out)."""
     key = (eh_frame, address)
     if key not in _tables:
         if len(_tables) >= MAX_TABLES:
@@ -30,40 +32,26 @@ def fde_entries(eh_frame: bytes, address: int) -> List[Tuple[int, int, object]]:
     return _tables[key]
 
 
-def read_fdes(eh_frame: bytes, address: int) -> List[Tuple[int, int, object]]:
+def read_fdes(eh_frame: bytes, address: int) -> List[Fde]:
     try:
-        from elftools.dwarf.callframe import CallFrameInfo
-        from elftools.dwarf.structs import DWARFStructs
-        structs = DWARFStructs(little_endian=True, dwarf_format=32, address_size=8)
-        info = CallFrameInfo(io.BytesIO(eh_frame), len(eh_frame), address, structs,
-                             for_eh_frame=True)
-        entries = []
-        for entry in info.get_entries():
-            header = getattr(entry, "header", None)
-            if header is None or "initial_location" not in header:
-                continue  # a CIE or the terminator
-            start = header["initial_location"]
-            entries.append((start, start + header["address_range"], entry))
-        return sorted(entries, key=lambda item: item[0])
-    except Exception:  # no pyelftools, or bytes that are no .eh_frame: no rules
+        table = EhFrame(eh_frame, address)
+        entries = [(start, end, table.rows(start, offset))
+                   for start, end, offset in table.fdes()]
+    except Exception:  # bytes that are no .eh_frame: no rules
         return []
+    return [entry for entry in entries if entry[2] is not None]
 
 
-def row_at(eh_frame: bytes, address: int, pc: int):
+def row_at(eh_frame: bytes, address: int, pc: int) -> Optional[dict]:
     """The CFI row in force at ``pc``, None when no FDE covers it."""
-    for start, end, entry in fde_entries(eh_frame, address):
+    for start, end, rows in fde_entries(eh_frame, address):
         if start <= pc < end:
-            row = None
-            try:
-                table = entry.get_decoded().table
-            except Exception:
-                return None
-            for candidate in table:
-                if candidate["pc"] <= pc:
-                    row = candidate
-                else:
+            found = None
+            for candidate in rows:
+                if candidate["pc"] > pc:
                     break
-            return row
+                found = candidate
+            return found
     return None
 
 

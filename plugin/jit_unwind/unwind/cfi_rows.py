@@ -1,0 +1,358 @@
+"""The rows of ``.eh_frame`` call frame information, read with struct: the one reader of
+``.eh_frame`` for every path (GDB's and LLDB's walks, ``jit-unwind core --debugger none``,
+a jitdump's unwinding records).
+
+pyelftools' reader costs its import (~30 ms) and fails on whole FDEs it cannot decode
+(``DW_CFA_GNU_args_size``, common in C++ built with -fexceptions and in libc), where GDB
+unwinds.  Here the FDE covering a pc is found through ``.eh_frame_hdr``'s search table
+(without one, through a scan of the entries), its CIE's and its own instructions are run
+only up to the pc, and the row comes out as a dict ("cfa", register numbers, "pc": where
+the row starts) for ``cfi.caller_registers`` to evaluate.  What it does not decode
+(64-bit entries, an encoding or opcode not listed) gives no row: no rules rather than
+wrong ones."""
+
+import bisect
+import struct
+from typing import Dict, List, NamedTuple, Optional, Tuple
+
+from ..leb128 import read_sleb, read_uleb
+from ..rawelf import RawElf
+from ..regions.nocfi import search_table as read_search_table
+
+MAX_INSTRUCTIONS = 100_000  # in one CIE or FDE: a bound against garbage
+MAX_STATES = 64  # remembered with DW_CFA_remember_state
+MAX_FDES = 1_000_000
+MAX_ROWS = 100_000  # in one FDE's table
+# Pointer encodings (DW_EH_PE_*): the low nibble's value formats.
+_FORMATS = {0x00: "<Q", 0x02: "<H", 0x03: "<I", 0x04: "<Q", 0x0A: "<h", 0x0B: "<i",
+            0x0C: "<q"}
+_PCREL = 0x10  # the high nibble's application this reader computes (and absolute)
+
+
+class Unsupported(Exception):
+    """Something this reader does not decode: no rules there."""
+
+
+class CFARule(NamedTuple):
+    reg: Optional[int]
+    offset: int
+    expr: Optional[bytes] = None
+
+
+class RegisterRule(NamedTuple):
+    type: str  # OFFSET, VAL_OFFSET, REGISTER, SAME_VALUE, UNDEFINED, (VAL_)EXPRESSION
+    arg: object = None
+
+
+def _pointer_format(encoding: int) -> str:
+    fmt = _FORMATS.get(encoding & 0x0F)
+    if fmt is None:
+        raise Unsupported(f"pointer encoding {encoding:#x}")
+    return fmt
+
+
+def _address_format(encoding: int) -> str:
+    """The format of an address this reader computes itself (an FDE's start when no
+    search table gives it, DW_CFA_set_loc's operand): absolute or pc-relative."""
+    if encoding & 0x70 not in (0, _PCREL) or encoding & 0x80:
+        raise Unsupported(f"address encoding {encoding:#x}")
+    return _pointer_format(encoding)
+
+
+class _Cie(NamedTuple):
+    code_align: int
+    data_align: int
+    fde_encoding: int
+    augmented: bool  # 'z': FDEs have augmentation data
+    initial: Dict  # the row its initial instructions leave (CFA and register rules)
+
+
+def search_table(header: bytes, header_address: int, frames_address: int,
+                 frames_size: int) -> Optional[Tuple[List[int], List[int]]]:
+    """(FDE starts, FDE offsets in .eh_frame), sorted by start, from .eh_frame_hdr's
+    binary search table (regions/nocfi.py reads it); None for a table in another
+    encoding, cut short, or pointing outside ``.eh_frame``."""
+    try:
+        index = read_search_table(header, header_address, frames_address, MAX_FDES)
+    except ValueError:
+        return None
+    if index is None or any(not 0 <= offset < frames_size for offset in index[1]):
+        return None
+    return index
+
+
+class EhFrame:
+    """The ``.eh_frame`` bytes ``data`` placed at ``address``, with a sorted index of
+    its FDEs (``index``: starts and offsets, from a search table; scanned when None)."""
+
+    def __init__(self, data: bytes, address: int,
+                 index: Optional[Tuple[List[int], List[int]]] = None):
+        self.data, self.address = data, address
+        self._cies: Dict[int, _Cie] = {}
+        if index is None:
+            index = self._scan()
+        self._starts, self._offsets = index
+
+    @classmethod
+    def of_file(cls, path: str) -> Optional["EhFrame"]:
+        """The ``.eh_frame`` of the ELF file ``path``; None without one (or not ELF)."""
+        with open(path, "rb") as handle:
+            elf = RawElf(handle, path)
+            frames = elf.sections.get(".eh_frame")
+            if frames is None or not frames["sh_size"]:
+                return None
+            header = elf.sections.get(".eh_frame_hdr")
+            data = frames.data()
+            index = None if header is None else search_table(
+                header.data(), header["sh_addr"], frames["sh_addr"], len(data))
+        return cls(data, frames["sh_addr"], index)
+
+    def row_at(self, pc: int) -> Optional[dict]:
+        """The row in force at ``pc``; None when no FDE covers it or its instructions
+        cannot be decoded."""
+        index = bisect.bisect_right(self._starts, pc) - 1
+        if index < 0:
+            return None
+        try:
+            return self._row(self._starts[index], self._offsets[index], pc)
+        except (Unsupported, IndexError, ValueError, struct.error, KeyError):
+            return None
+
+    def fdes(self) -> List[Tuple[int, int, int]]:
+        """(start, end, offset) of every FDE whose header can be read, by start."""
+        found = []
+        for start, offset in zip(self._starts, self._offsets):
+            try:
+                _cie, _at, size, _end = self._fde(offset)
+            except (Unsupported, IndexError, ValueError, struct.error, KeyError):
+                continue
+            found.append((start, start + size, offset))
+        return found
+
+    def rows(self, start: int, offset: int) -> Optional[List[dict]]:
+        """Every row of the FDE at ``offset`` (which starts at ``start``), in order;
+        None when its instructions cannot be decoded."""
+        table: List[dict] = []
+        try:
+            self._row(start, offset, None, table)
+        except (Unsupported, IndexError, ValueError, struct.error, KeyError):
+            return None
+        return table
+
+    def _fde(self, offset: int) -> Tuple[_Cie, int, int, int]:
+        """The FDE at ``offset``: its CIE, where its instructions start, its pc range
+        and where it ends."""
+        data = self.data
+        length, pointer = struct.unpack_from("<Ii", data, offset)
+        if length == 0xFFFFFFFF:
+            raise Unsupported("64-bit CFI")
+        end = offset + 4 + length
+        cie = self._cie(offset + 4 - pointer)
+        fmt = _pointer_format(cie.fde_encoding)
+        at = offset + 8 + struct.calcsize(fmt)  # past pc_begin (known already)
+        (size,) = struct.unpack_from(fmt, data, at)
+        at += struct.calcsize(fmt)
+        if cie.augmented:
+            skip, at = read_uleb(data, at)
+            at += skip
+        if end > len(data):
+            raise Unsupported("an FDE past the section's end")
+        return cie, at, size, end
+
+    def _row(self, start: int, offset: int, pc: Optional[int],
+             table: Optional[List[dict]] = None) -> Optional[dict]:
+        cie, at, size, end = self._fde(offset)
+        if pc is not None and not start <= pc < start + size:
+            return None
+        row = dict(cie.initial)
+        row["pc"] = start
+        return self._run(at, end, cie, row, pc, table)
+
+    def _scan(self) -> Tuple[List[int], List[int]]:
+        """The index of every FDE, for a section without a search table (a jitdump's,
+        a file linked without --eh-frame-hdr)."""
+        data, at, found = self.data, 0, []
+        for _ in range(MAX_FDES):
+            if at + 8 > len(data):
+                break
+            length, pointer = struct.unpack_from("<Ii", data, at)
+            if length == 0 or length == 0xFFFFFFFF:
+                break  # the terminator, or 64-bit entries this reader does not read
+            if pointer:
+                try:
+                    cie = self._cie(at + 4 - pointer)
+                    fmt = _address_format(cie.fde_encoding)
+                    (value,) = struct.unpack_from(fmt, data, at + 8)
+                except (Unsupported, IndexError, ValueError, struct.error, KeyError):
+                    cie = None
+                if cie is not None:
+                    if cie.fde_encoding & 0x70 == _PCREL:
+                        value += self.address + at + 8
+                    found.append((value & 0xFFFFFFFFFFFFFFFF, at))
+            at += 4 + length
+        found.sort()
+        return [item[0] for item in found], [item[1] for item in found]
+
+    def _cie(self, offset: int) -> _Cie:
+        found = self._cies.get(offset)
+        if found is None:
+            found = self._cies[offset] = self._read_cie(offset)
+        return found
+
+    def _read_cie(self, offset: int) -> _Cie:
+        data = self.data
+        length, identifier = struct.unpack_from("<II", data, offset)
+        if length == 0xFFFFFFFF or identifier != 0:
+            raise Unsupported("not a 32-bit CIE")
+        end = offset + 4 + length
+        version = data[offset + 8]
+        at = data.index(b"\0", offset + 9)
+        augmentation = bytes(data[offset + 9:at])
+        at += 1
+        if b"eh" in augmentation:
+            raise Unsupported("an 'eh' augmentation")
+        code_align, at = read_uleb(data, at)
+        data_align, at = read_sleb(data, at)
+        if version == 1:
+            at += 1
+        else:
+            _return_register, at = read_uleb(data, at)
+        encoding = 0
+        augmented = augmentation.startswith(b"z")
+        if augmented:
+            size, at = read_uleb(data, at)
+            body, at = at, at + size
+            for letter in augmentation[1:]:
+                if letter == ord("R"):
+                    encoding = data[body]
+                    body += 1
+                elif letter == ord("L"):
+                    body += 1
+                elif letter == ord("P"):
+                    body += 1 + struct.calcsize(_pointer_format(data[body]))
+                elif letter in (ord("S"), ord("B")):
+                    pass
+                else:
+                    raise Unsupported(f"augmentation {augmentation!r}")
+        cie = _Cie(code_align, data_align, encoding, augmented, {})
+        initial = self._run(at, end, cie, {"cfa": CFARule(None, 0), "pc": 0}, None)
+        return cie._replace(initial={k: v for k, v in initial.items() if k != "pc"})
+
+    def _run(self, at: int, end: int, cie: _Cie, row: dict, pc: Optional[int],
+             table: Optional[List[dict]] = None) -> dict:
+        """``row`` after the instructions from ``at`` to ``end`` up to ``pc`` (all of
+        them for None); each row the pc moves past appended to ``table`` if given."""
+        data = self.data
+        states: List[dict] = []
+        code_align, data_align = cie.code_align, cie.data_align
+        for _ in range(MAX_INSTRUCTIONS):
+            if at >= end:
+                break
+            op = data[at]
+            at += 1
+            high, low = op & 0xC0, op & 0x3F
+            location = None
+            if high == 0x40 or op in (0x02, 0x03, 0x04):  # advance_loc, advance_loc1/2/4
+                if high == 0x40:
+                    delta = low
+                else:
+                    width = {0x02: 1, 0x03: 2, 0x04: 4}[op]
+                    delta = int.from_bytes(data[at:at + width], "little")
+                    at += width
+                location = row["pc"] + delta * code_align
+            elif op == 0x01:  # set_loc, in the FDE's pointer encoding
+                fmt = _address_format(cie.fde_encoding)
+                (location,) = struct.unpack_from(fmt, data, at)
+                if cie.fde_encoding & 0x70 == _PCREL:
+                    location += self.address + at
+                at += struct.calcsize(fmt)
+            elif high == 0x80:  # offset
+                value, at = read_uleb(data, at)
+                row[low] = RegisterRule("OFFSET", value * data_align)
+            elif high == 0xC0:  # restore
+                _restore(row, cie, low)
+            elif op in (0x00, 0x2D):  # nop; aarch64's negate_ra_state (code_address
+                pass  # takes the signature off a return address)
+            elif op in (0x05, 0x11, 0x14, 0x15, 0x2F):
+                # offset_extended(_sf), val_offset(_sf), GNU_negative_offset_extended
+                register, at = read_uleb(data, at)
+                value, at = (read_sleb if op in (0x11, 0x15) else read_uleb)(data, at)
+                if op == 0x2F:
+                    value = -value
+                row[register] = RegisterRule("VAL_OFFSET" if op in (0x14, 0x15)
+                                             else "OFFSET", value * data_align)
+            elif op == 0x06:  # restore_extended
+                register, at = read_uleb(data, at)
+                _restore(row, cie, register)
+            elif op in (0x07, 0x08):  # undefined, same_value
+                register, at = read_uleb(data, at)
+                row[register] = RegisterRule("UNDEFINED" if op == 0x07 else "SAME_VALUE")
+            elif op == 0x09:  # register
+                register, at = read_uleb(data, at)
+                other, at = read_uleb(data, at)
+                row[register] = RegisterRule("REGISTER", other)
+            elif op == 0x0A:  # remember_state
+                if len(states) >= MAX_STATES:
+                    raise Unsupported("too many remembered states")
+                states.append(dict(row))
+            elif op == 0x0B:  # restore_state
+                if not states:
+                    raise Unsupported("restore_state without remember_state")
+                location_now = row["pc"]
+                row = states.pop()
+                row["pc"] = location_now
+            elif op in (0x0C, 0x12):  # def_cfa, def_cfa_sf
+                register, at = read_uleb(data, at)
+                if op == 0x0C:
+                    offset, at = read_uleb(data, at)
+                else:
+                    offset, at = read_sleb(data, at)
+                    offset *= data_align
+                row["cfa"] = CFARule(register, offset)
+            elif op == 0x0D:  # def_cfa_register
+                register, at = read_uleb(data, at)
+                row["cfa"] = CFARule(register, row["cfa"].offset)
+            elif op in (0x0E, 0x13):  # def_cfa_offset, def_cfa_offset_sf
+                if op == 0x0E:
+                    offset, at = read_uleb(data, at)
+                else:
+                    offset, at = read_sleb(data, at)
+                    offset *= data_align
+                row["cfa"] = CFARule(row["cfa"].reg, offset)
+            elif op == 0x0F:  # def_cfa_expression
+                length, at = read_uleb(data, at)
+                row["cfa"] = CFARule(None, 0, bytes(data[at:at + length]))
+                at += length
+            elif op in (0x10, 0x16):  # expression, val_expression
+                register, at = read_uleb(data, at)
+                length, at = read_uleb(data, at)
+                row[register] = RegisterRule("EXPRESSION" if op == 0x10 else "VAL_EXPRESSION",
+                                             bytes(data[at:at + length]))
+                at += length
+            elif op == 0x2E:  # GNU_args_size: for landing pads, nothing for the rules
+                _size, at = read_uleb(data, at)
+            else:
+                raise Unsupported(f"CFA opcode {op:#x}")
+            if location is not None:
+                if pc is not None and location > pc:
+                    return row
+                if table is not None:
+                    if len(table) >= MAX_ROWS:
+                        raise Unsupported("too many rows")
+                    table.append(dict(row))
+                row["pc"] = location
+        else:
+            raise Unsupported("too many instructions")
+        if table is not None:
+            table.append(dict(row))
+        return row
+
+
+def _restore(row: dict, cie: _Cie, register: int) -> None:
+    if register in cie.initial:
+        row[register] = cie.initial[register]
+    else:
+        row.pop(register, None)
+
+
+__all__ = ["CFARule", "EhFrame", "RegisterRule", "search_table"]
