@@ -38,6 +38,15 @@ class Unsupported(Exception):
     """Something this pass does not decode: let pyelftools do it."""
 
 
+def string_end(data, at: int) -> int:
+    """Where the NUL ending the string at ``at`` is (``data`` may be a mapping, which
+    has ``find`` but no ``index``)."""
+    end = data.find(b"\0", at)
+    if end < 0:
+        raise Unsupported("a string without its end")
+    return end
+
+
 class Entry(NamedTuple):
     offset: int  # in .debug_info
     tag: str
@@ -209,7 +218,7 @@ class Skimmer:
             raise Unsupported(form)
         if data is None:
             raise Unsupported(f"no section for {form}")
-        end = data.index(b"\0", value)
+        end = string_end(data, value)
         return bytes(data[value:end]).decode("utf-8", "replace")
 
     def reference(self, kept: Tuple[str, int]) -> int:
@@ -253,7 +262,9 @@ class Skimmer:
             elif step == STRING or step == STRING_KEPT:
                 if step == STRING_KEPT:
                     kept[name] = (form, at)
-                at = data.index(b"\0", at) + 1
+                at = data.find(b"\0", at) + 1
+                if not at:
+                    raise Unsupported("a string without its end")
             elif step == BLOCK:
                 length, at = read_uleb(data, at)
                 at += length

@@ -73,5 +73,19 @@ def section_bytes(path: str, section) -> bytes:
     return data
 
 
+def keep_inflated(path: str, section, whole) -> None:
+    """Section ``section`` of ``path``, read in part this run, kept inflated (``whole()``:
+    its bytes) where the cache is on and has no copy yet: the next run reads its
+    parts from the copy."""
+    directory = cache_directory() if section.data_size >= MIN_SIZE else None
+    entry = _entry(directory, path, section.name, section["sh_offset"]) \
+        if directory else None
+    if entry is None or cached_copy(path, section) is not None:
+        return
+    data = whole()
+    if len(data) == section.data_size:
+        _write_entry(directory, entry, data)
+
+
 def _write_entry(directory: str, entry: str, data: bytes) -> None:
     disk_cache.write_entry(directory, entry, data, ".section", MAX_FILES)

@@ -1,8 +1,15 @@
 """A file's DWARF sections as the reader needs them, read with struct: each section's
 bytes read (and inflated) when first used, the ones no backtrace needs never, and
 ``.debug_aranges``.  pyelftools (its import alone is ~30 ms) is left for what the quick
-reader does not understand (``pyelftools_dwarf``)."""
+reader does not understand (``pyelftools_dwarf``).
 
+A section read in parts lives in an anonymous mapping of its size: only the pages of the
+parts read are ever touched (a bytearray of CPython's 16 MB .debug_info was ~8 ms of
+zeroing).  A compressed one with no inflated copy on disk is inflated only as far as the
+parts asked for (``_Inflating``): glibc's units a backtrace needs are in the first
+tenth of its 6 MB .debug_info."""
+
+import mmap
 import struct
 import zlib
 from typing import Dict, List, Optional, Tuple
@@ -78,6 +85,71 @@ class DebugSection:
         return data
 
 
+class _Inflating:
+    """A compressed section inflated from its start only as far as asked for, into
+    ``buffer`` (the section's size)."""
+
+    CHUNK = 1 << 16  # compressed bytes read at a time
+
+    def __init__(self, handle, header, size: int):
+        self._handle = handle
+        self._next = header["sh_offset"] + _CHDR.size  # the compressed bytes not read yet
+        self._end = header["sh_offset"] + header["sh_size"]
+        self._inflater = zlib.decompressobj()
+        self._pending = b""  # read, not inflated yet
+        self.buffer = _zeroed(size)
+        self.size = size
+        self.filled = 0
+
+    def through(self, end: int) -> None:
+        """Inflate until the first ``end`` bytes are in the buffer (or the stream
+        ends: a section cut short reads as zeros past it)."""
+        end = min(end, self.size)
+        while self.filled < end:
+            if not self._pending:
+                if self._next >= self._end:
+                    return
+                self._handle.seek(self._next)
+                self._pending = self._handle.read(min(self.CHUNK, self._end - self._next))
+                if not self._pending:
+                    return
+                self._next += len(self._pending)
+            out = self._inflater.decompress(self._pending, max(end - self.filled, self.CHUNK))
+            self._pending = self._inflater.unconsumed_tail
+            out = out[:self.size - self.filled]
+            self.buffer[self.filled:self.filled + len(out)] = out
+            self.filled += len(out)
+            if self._inflater.eof:
+                self._next = self._end
+                self._pending = b""
+
+    @property
+    def whole(self) -> bool:
+        return self.filled >= self.size
+
+
+def _zeroed(size: int):
+    """A writable buffer of ``size`` zero bytes whose pages are touched only when used."""
+    return mmap.mmap(-1, size) if size else bytearray()
+
+
+_partly_inflated: List[Tuple[str, "DebugSection", _Inflating]] = []  # kept at exit
+
+
+def _keep_inflated() -> None:
+    """At exit: the compressed sections inflated in part, inflated whole and kept on
+    disk (``section_cache``) when the cache is on, as ``get`` keeps those it reads."""
+    from .section_cache import keep_inflated
+    for path, section, inflating in _partly_inflated:
+        keep_inflated(path, section, lambda inflating=inflating: _finished(inflating))
+    _partly_inflated.clear()
+
+
+def _finished(inflating: _Inflating) -> bytes:
+    inflating.through(inflating.size)
+    return inflating.buffer
+
+
 class DebugSections:
     """The ``.debug_*`` sections of the ELF file at ``path``, by short name ("info",
     "line"...), each read once when first asked for."""
@@ -88,8 +160,9 @@ class DebugSections:
         self._headers = RawElf(self._handle, path).sections
         self._bytes: Dict[str, Optional[bytes]] = {}
         # sections read in parts (_part): name -> (buffer, offsets of the units read)
-        self._parts: Dict[str, Tuple[bytearray, set]] = {}
+        self._parts: Dict[str, Tuple[object, set]] = {}
         self._sources: Dict[str, Optional[Tuple[object, int, int]]] = {}
+        self._inflating: Dict[str, _Inflating] = {}  # compressed, read in parts
         self._pyelftools = None
 
     def has(self, name: str) -> bool:
@@ -99,8 +172,12 @@ class DebugSections:
         """.debug_NAME's bytes, None when the file has none."""
         if name not in self._bytes:
             header = self._headers.get(f".debug_{name}")
+            inflating = self._inflating.get(name)
             if header is None:
                 self._bytes[name] = None
+            elif inflating is not None:  # inflated in part already: on to its end
+                inflating.through(inflating.size)
+                self._bytes[name] = inflating.buffer
             else:
                 from .section_cache import section_bytes
                 self._bytes[name] = section_bytes(
@@ -125,11 +202,17 @@ class DebugSections:
             return self._bytes[name]
         source = self._source(name)
         if source is None:
-            return self.get(name)
+            inflating = self._inflater(name)
+            if inflating is None:
+                return self.get(name)
+            inflating.through(offset + 4)
+            length = int.from_bytes(inflating.buffer[offset:offset + 4], "little")
+            inflating.through(offset + 4 + (length if length < 0xFFFFFFF0 else 0))
+            return inflating.buffer
         handle, base, size = source
         part = self._parts.get(name)
         if part is None:
-            part = self._parts[name] = (bytearray(size), set())  # zero pages, untouched
+            part = self._parts[name] = (_zeroed(size), set())
         data, read = part
         if offset not in read and 0 <= offset < size:
             self._fill(handle, base, data, offset, min(size, offset + 4))
@@ -160,6 +243,26 @@ class DebugSections:
                     except OSError:
                         found = None
         self._sources[name] = found
+        return found
+
+    def _inflater(self, name: str) -> Optional[_Inflating]:
+        """Section ``name`` inflated in part (compressed with zlib, no copy on disk),
+        None for any other."""
+        found = self._inflating.get(name)
+        if found is None:
+            header = self._headers.get(f".debug_{name}")
+            if header is None or header["sh_type"] == SHT_NOBITS \
+                    or not header["sh_flags"] & SHF_COMPRESSED:
+                return None
+            section = DebugSection(self._handle, header.name, header)
+            if section._kind != ELFCOMPRESS_ZLIB:
+                return None
+            found = self._inflating[name] = _Inflating(self._handle, header,
+                                                       section.data_size)
+            if not _partly_inflated:
+                import atexit
+                atexit.register(_keep_inflated)
+            _partly_inflated.append((self.path, section, found))
         return found
 
     @staticmethod
