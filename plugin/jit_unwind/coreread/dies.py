@@ -120,15 +120,55 @@ def _steps(specs: List[Tuple[str, str, int]]) -> tuple:
     return tuple(steps)
 
 
-def read_abbrevs(data: bytes, at: int) -> Dict[int, tuple]:
+def _skips(steps: tuple) -> Tuple[Optional[int], Optional[Tuple[int, int]]]:
+    """How an entry passed over (its tag not wanted) is skipped without its steps: the
+    size of its attributes when all are of fixed size, and where its DW_AT_sibling is
+    (offset from its attributes' start, size) when only fixed-size ones precede it."""
+    at: Optional[int] = 0
+    sibling = None
+    for step, name, form, size in steps:
+        if step == FIXED_KEPT and name == "DW_AT_sibling" and form in REFERENCES \
+                and at is not None:
+            sibling = (at, size)
+        if step in (SKIP, FIXED_KEPT):
+            at = at + size if at is not None else None
+        elif step != CONSTANT:
+            at = None
+    return at, sibling
+
+
+class Abbrevs:
     """The abbreviation table at ``at`` of .debug_abbrev: code -> (tag, has children,
-    the steps that pass its attributes) with DWARF's names."""
-    tags, attributes, forms = TAGS, ATTRIBUTES, FORMS
-    table: Dict[int, tuple] = {}
-    while at < len(data):
+    the steps that pass its attributes, ``_skips``) with DWARF's names, read only as
+    far as the codes asked for (a unit whose entries are barely read needs a few of
+    its hundreds)."""
+
+    def __init__(self, data: bytes, at: int):
+        self._data = data
+        self._at: Optional[int] = at  # where reading stopped, None at the table's end
+        self._table: Dict[int, tuple] = {}
+
+    def get(self, code: int) -> Optional[tuple]:
+        found = self._table.get(code)
+        while found is None and self._at is not None:
+            self._read_one()
+            found = self._table.get(code)
+        return found
+
+    def __len__(self) -> int:
+        while self._at is not None:
+            self._read_one()
+        return len(self._table)
+
+    def _read_one(self) -> None:
+        data, at = self._data, self._at
+        if at >= len(data):
+            self._at = None
+            return
         code, at = read_uleb(data, at)
         if code == 0:
-            break
+            self._at = None
+            return
         tag, at = read_uleb(data, at)
         children = data[at] != 0
         at += 1
@@ -138,13 +178,19 @@ def read_abbrevs(data: bytes, at: int) -> Dict[int, tuple]:
             form, at = read_uleb(data, at)
             if name == 0 and form == 0:
                 break
-            form_name = forms.get(form, str(form))
+            form_name = FORMS.get(form, str(form))
             constant = 0
             if form_name == "DW_FORM_implicit_const":
                 constant, at = read_sleb(data, at)
-            specs.append((attributes.get(name, str(name)), form_name, constant))
-        table[code] = (tags.get(tag, str(tag)), children, _steps(specs))
-    return table
+            specs.append((ATTRIBUTES.get(name, str(name)), form_name, constant))
+        steps = _steps(specs)
+        self._table.setdefault(code, (TAGS.get(tag, str(tag)), children, steps,
+                                      *_skips(steps)))
+        self._at = at
+
+
+def read_abbrevs(data: bytes, at: int) -> Abbrevs:
+    return Abbrevs(data, at)
 
 
 class Skimmer:
@@ -244,7 +290,7 @@ class Skimmer:
             code, at = read_uleb(data, offset)
         if code == 0:
             return None
-        tag, has_children, steps = self._abbrev(code)
+        tag, has_children, steps, _size, _sibling = self._abbrev(code)
         kept: Dict[str, Tuple[str, int]] = {}
         for step, name, form, size in steps:
             if step == SKIP:
@@ -290,13 +336,40 @@ class Skimmer:
                 return at + 1  # the null entry's one byte
             at = found.end
 
-    def children_iter(self, entry: Entry):
+    def children_iter(self, entry: Entry, wanted=None):
+        """``entry``'s children; with ``wanted`` (tags), only those with one of them,
+        the others skipped by their size or sibling where their abbreviation gives
+        it, without reading their attributes."""
         at = entry.children
-        while at is not None and at < self.end:
+        data, abbrevs, base, end = self.data, self._abbrevs, self.base, self.end
+        while at is not None and at < end:
+            if wanted is not None:
+                code = data[at]
+                start = at + 1
+                if code >= 0x80:
+                    code, start = read_uleb(data, at)
+                found = abbrevs.get(code) if code else None
+                if found is not None and found[0] not in wanted:
+                    tag, has_children, _steps, size, sibling = found
+                    if not has_children and size is not None:
+                        skipped = start + size
+                    elif has_children and sibling is not None:
+                        place, width = sibling
+                        skipped = base + int.from_bytes(data[start + place:start + place
+                                                             + width], "little")
+                    else:
+                        skipped = None
+                    if skipped is not None and skipped > at:
+                        self.passed += 1
+                        if self.passed > MAX_ENTRIES:
+                            raise Unsupported("runaway pass")
+                        at = skipped
+                        continue
             child = self.entry(at)
             if child is None:
                 return
-            yield child
+            if wanted is None or child.tag in wanted:
+                yield child
             at = child.end
 
     def children(self, entry: Entry) -> List[Entry]:

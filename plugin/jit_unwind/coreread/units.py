@@ -17,6 +17,7 @@ MAX_DEPTH = 64  # inlined functions and blocks nested in one function
 MAX_ORIGIN = 8  # DW_AT_abstract_origin / DW_AT_specification links followed
 SCOPES = ("DW_TAG_inlined_subroutine", "DW_TAG_lexical_block")
 WANTED = SCOPES + ("DW_TAG_subprogram",)
+SUBPROGRAM = ("DW_TAG_subprogram",)
 
 
 class SourceFrame(NamedTuple):
@@ -105,15 +106,14 @@ class _Skimmed:
         return self.node(self._top)
 
     def children(self, node: Node):
-        return (self.node(entry) for entry in self.skimmer.children_iter(node.handle)
-                if entry.tag in WANTED)
+        return (self.node(entry) for entry in self.skimmer.children_iter(node.handle,
+                                                                         WANTED))
 
     def subprograms(self, top: Node):
         """The unit's top-level functions, one at a time (the index stops at the one a
         pc needs)."""
-        for entry in self.skimmer.children_iter(top.handle):
-            if entry.tag == "DW_TAG_subprogram":
-                yield self.node(entry)
+        for entry in self.skimmer.children_iter(top.handle, SUBPROGRAM):
+            yield self.node(entry)
 
 
 class _Parsed:
