@@ -10,7 +10,6 @@ stops after ``main``.
 Where DWARF says functions are inlined at a pc, each is a frame of its own with the
 same registers (GDB's inline frames), named and placed by DWARF."""
 
-from dataclasses import dataclass
 from typing import Dict, List, Optional
 
 from .. import debugger
@@ -20,13 +19,17 @@ OUTERMOST_FUNCTIONS = ("main",)  # GDB's "backtrace past-main off"
 MAX_NATIVE_FRAMES = 5000  # GDB's "backtrace limit" is unlimited; ours is not
 
 
-@dataclass
 class Unwinding:
-    """The caller found for a frame, or why none was found."""
+    """The caller found for a frame, or why none was found (a plain class: making a
+    dataclass costs ~1 ms of every run's start)."""
 
-    registers: Optional[Dict[str, int]] = None
-    reason: str = ""  # an error ("Backtrace stopped: ...") when registers is None
-    outermost: bool = False  # a natural end (no caller and no error)
+    __slots__ = ("registers", "reason", "outermost")
+
+    def __init__(self, registers: Optional[Dict[str, int]] = None, reason: str = "",
+                 outermost: bool = False):
+        self.registers = registers
+        self.reason = reason  # an error ("Backtrace stopped: ...") when registers is None
+        self.outermost = outermost  # a natural end (no caller and no error)
 
 
 class PhysicalFrame:

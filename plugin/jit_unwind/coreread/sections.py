@@ -22,6 +22,9 @@ ELFCOMPRESS_ZLIB = 1
 _CHDR = struct.Struct("<IIQQ")  # Elf64_Chdr: type, reserved, size, alignment
 
 
+_PAIR = struct.Struct("<QQ")
+
+
 def read_aranges(data: bytes) -> List[Tuple[int, int, int]]:
     """(start, end, unit offset) of each range of ``.debug_aranges`` (32-bit DWARF,
     8-byte addresses; other sets are left out), sorted."""
@@ -31,19 +34,18 @@ def read_aranges(data: bytes) -> List[Tuple[int, int, int]]:
         length = int.from_bytes(data[at:at + 4], "little")
         if length == 0xFFFFFFFF:
             break  # 64-bit DWARF: the units are found without this table
-        end = at + 4 + length
+        end = min(at + 4 + length, len(data))
         unit = int.from_bytes(data[at + 6:at + 10], "little")
         address_size = data[at + 10]
         position = at + 12
         position += (-position) % 16  # tuples are aligned to twice the address size
-        while address_size == 8 and position + 16 <= end:
-            start = int.from_bytes(data[position:position + 8], "little")
-            size = int.from_bytes(data[position + 8:position + 16], "little")
-            position += 16
-            if start == 0 and size == 0:
-                break
-            found.append((start, start + size, unit))
-        at = end
+        if address_size == 8 and position < end:
+            tuples = data[position:end - (end - position) % 16]
+            for start, size in _PAIR.iter_unpack(tuples):
+                if start == 0 and size == 0:
+                    break
+                found.append((start, start + size, unit))
+        at = at + 4 + length
     return sorted(found)
 
 

@@ -3,6 +3,7 @@ their load bias, and the separate debug file GDB would read for each (build id, 
 ``.gnu_debuglink``)."""
 
 import bisect
+import itertools
 import os
 import struct
 from typing import Dict, List, Optional, Tuple
@@ -14,6 +15,7 @@ from .image import CoreImage
 STT_FUNC, STT_GNU_IFUNC = 2, 10
 DEBUG_ROOT = "/usr/lib/debug"
 _SYMBOL = struct.Struct("<IBBHQQ")
+_FUNCTION_MASK = bytes(kind & 0xF in (STT_FUNC, STT_GNU_IFUNC) for kind in range(256))
 
 
 class FileSymbols:
@@ -57,10 +59,14 @@ def _functions(elf: RawElf, table: str, strings: str) -> Tuple[List[Tuple[int, i
     if section is None or names is None:
         return [], b""
     data = section.data()
-    entries = [(value, value + max(size, 1), name_at)
-               for name_at, info, _other, shndx, value, size in _SYMBOL.iter_unpack(
-                   data[:len(data) - len(data) % _SYMBOL.size])
-               if (info & 0xF) in (STT_FUNC, STT_GNU_IFUNC) and value and shndx]
+    data = data[:len(data) - len(data) % _SYMBOL.size]
+    # Only the functions' entries are unpacked into tuples: their st_info bytes (every
+    # 24th byte, from the 5th) say which (most of a large .symtab are not functions).
+    is_function = data[4::_SYMBOL.size].translate(_FUNCTION_MASK)
+    entries = [(value, value + (size or 1), name_at)
+               for name_at, _info, _other, shndx, value, size in itertools.compress(
+                   _SYMBOL.iter_unpack(data), is_function)
+               if value and shndx]
     return entries, names.data()
 
 
