@@ -134,12 +134,14 @@ class PhysicalFrame:
     def _unwind_nocfi(self, pc: int, sp: int, lookup: int) -> Optional[Unwinding]:
         """Code without CFI in a mapped file (a JavaScript engine's builtins): the GDB
         unwinder's rules for it; None where it leaves the frame to the debugger's."""
-        from ..frame_unwind import unwind_code
-        from ..regions.nocfi import SOURCE as NOCFI
         cache = self.thread.process.cache
         code = cache.regions().code_at(lookup)
-        if code is None or code.source != NOCFI:
+        if code is None:
             return None
+        from ..regions.nocfi import SOURCE as NOCFI
+        if code.source != NOCFI:
+            return None
+        from ..frame_unwind import unwind_code  # here: the strategies' imports, ~5 ms
         result = unwind_code(cache, code, pc, sp, self.registers.get, self.index == 0,
                              lambda: None, self.arch)
         return None if result is None else self._caller(result, sp, in_trace=False)
