@@ -143,10 +143,16 @@ class Abbrevs:
     far as the codes asked for (a unit whose entries are barely read needs a few of
     its hundreds)."""
 
-    def __init__(self, data: bytes, at: int):
+    AHEAD = 1 << 16  # bytes made ready at a time when ``more`` is given
+
+    def __init__(self, data: bytes, at: int, more=None):
+        """``more(end)``: makes ``data``'s first ``end`` bytes ready (a section being
+        inflated); None when they all are."""
         self._data = data
         self._at: Optional[int] = at  # where reading stopped, None at the table's end
         self._table: Dict[int, tuple] = {}
+        self._more = more
+        self._ready = 0
 
     def get(self, code: int) -> Optional[tuple]:
         found = self._table.get(code)
@@ -162,6 +168,9 @@ class Abbrevs:
 
     def _read_one(self) -> None:
         data, at = self._data, self._at
+        if self._more is not None and at + 4096 > self._ready:
+            self._ready = at + self.AHEAD
+            self._more(self._ready)
         if at >= len(data):
             self._at = None
             return
@@ -189,22 +198,22 @@ class Abbrevs:
         self._at = at
 
 
-def read_abbrevs(data: bytes, at: int) -> Abbrevs:
-    return Abbrevs(data, at)
+def read_abbrevs(data: bytes, at: int, more=None) -> Abbrevs:
+    return Abbrevs(data, at, more)
 
 
 class Skimmer:
     """One unit's entries, read from ``data`` (the whole .debug_info) with its
     abbreviations from ``abbrevs`` (the whole .debug_abbrev)."""
 
-    def __init__(self, cu, data: bytes, abbrevs: bytes, section):
+    def __init__(self, cu, data: bytes, abbrevs: bytes, section, more_abbrevs=None):
         if cu.structs.dwarf_format != 32 or cu.structs.address_size != 8:
             raise Unsupported("64-bit DWARF or 32-bit addresses")
         self.cu = cu
         self.data = data
         self.base = cu.cu_offset
         self.end = cu.cu_offset + cu["unit_length"] + 4
-        self._abbrevs = read_abbrevs(abbrevs, cu["debug_abbrev_offset"])
+        self._abbrevs = read_abbrevs(abbrevs, cu["debug_abbrev_offset"], more_abbrevs)
         self._section = section  # "str", "addr"...: .debug_<name>'s bytes, None without
         self._bases: Dict[str, int] = {}  # the unit's DWARF 5 table bases
         self.passed = 0

@@ -186,6 +186,17 @@ class DebugSections:
                     self.path, DebugSection(self._handle, header.name, header))
         return self._bytes[name]
 
+    def prefix(self, name: str, end: int):
+        """Section ``name`` with (at least) its first ``end`` bytes ready: a compressed
+        one without a copy on disk inflated that far (``_Inflating``), any other read
+        whole; None when the file has none.  The same object each time."""
+        if self._bytes.get(name) is None and self._source(name) is None:
+            inflating = self._inflater(name)
+            if inflating is not None:
+                inflating.through(end)
+                return inflating.buffer
+        return self.get(name)
+
     def unit_bytes(self, offset: int):
         """``.debug_info`` with (at least) the unit at ``offset`` read (``_part``)."""
         return self._part("info", offset)

@@ -170,11 +170,12 @@ class Unit:
         self._names: Dict[int, Optional[str]] = {}
         self._files: Dict[int, Optional[SourceFile]] = {}
         try:
-            info, abbrevs = sections.unit_bytes(offset), sections.get("abbrev")
+            info, abbrevs = sections.unit_bytes(offset), sections.prefix("abbrev", 0)
             if info is None or abbrevs is None:
                 raise Unsupported("no .debug_info or .debug_abbrev")
             self.cu = UnitHeader(info, offset)
-            self.walk = _Skimmed(self, (info, abbrevs, sections.get))
+            self.walk = _Skimmed(self, (info, abbrevs, sections.get,
+                                        lambda end: sections.prefix("abbrev", end)))
             self._index()
         except Unsupported:
             self._use_pyelftools()
