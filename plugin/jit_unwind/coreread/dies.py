@@ -181,21 +181,50 @@ class Abbrevs:
         tag, at = read_uleb(data, at)
         children = data[at] != 0
         at += 1
-        specs = []
+        raw: List[int] = []  # name, form (and an implicit constant) of each attribute
         while True:
-            name, at = read_uleb(data, at)
-            form, at = read_uleb(data, at)
+            name = data[at]
+            if name < 0x80:
+                at += 1
+            else:
+                name, at = read_uleb(data, at)
+            form = data[at]
+            if form < 0x80:
+                at += 1
+            else:
+                form, at = read_uleb(data, at)
             if name == 0 and form == 0:
                 break
-            form_name = FORMS.get(form, str(form))
-            constant = 0
-            if form_name == "DW_FORM_implicit_const":
+            raw += (name, form)
+            if form == FORM_IMPLICIT_CONST:
                 constant, at = read_sleb(data, at)
-            specs.append((ATTRIBUTES.get(name, str(name)), form_name, constant))
-        steps = _steps(specs)
-        self._table.setdefault(code, (TAGS.get(tag, str(tag)), children, steps,
-                                      *_skips(steps)))
+                raw.append(constant)
+        key = tuple(raw)
+        passing = _passing.get(key)
+        if passing is None:
+            passing = _passing[key] = _passing_of(key)
+        self._table.setdefault(code, (TAGS.get(tag, str(tag)), children, *passing))
         self._at = at
+
+
+FORM_IMPLICIT_CONST = 0x21
+# An attribute list's steps and _skips, by its numbers: units repeat the same lists.
+_passing: Dict[tuple, tuple] = {}
+
+
+def _passing_of(raw: tuple) -> tuple:
+    specs = []
+    at = 0
+    while at < len(raw):
+        name, form = raw[at], raw[at + 1]
+        at += 2
+        constant = 0
+        if form == FORM_IMPLICIT_CONST:
+            constant = raw[at]
+            at += 1
+        specs.append((ATTRIBUTES.get(name, str(name)), FORMS.get(form, str(form)), constant))
+    steps = _steps(specs)
+    return (steps, *_skips(steps))
 
 
 def read_abbrevs(data: bytes, at: int, more=None) -> Abbrevs:
