@@ -139,7 +139,8 @@ def _skips(steps: tuple) -> Tuple[Optional[int], Optional[Tuple[int, int]]]:
 
 class Abbrevs:
     """The abbreviation table at ``at`` of .debug_abbrev: code -> (tag, has children,
-    the steps that pass its attributes, ``_skips``) with DWARF's names, read only as
+    the steps that pass its attributes, ``_skips``, whether it has an address range)
+    with DWARF's names, read only as
     far as the codes asked for (a unit whose entries are barely read needs a few of
     its hundreds)."""
 
@@ -208,6 +209,7 @@ class Abbrevs:
 
 
 FORM_IMPLICIT_CONST = 0x21
+RANGE_ATTRIBUTES = ("DW_AT_low_pc", "DW_AT_high_pc", "DW_AT_ranges")
 # An attribute list's steps and _skips, by its numbers: units repeat the same lists.
 _passing: Dict[tuple, tuple] = {}
 
@@ -224,7 +226,8 @@ def _passing_of(raw: tuple) -> tuple:
             at += 1
         specs.append((ATTRIBUTES.get(name, str(name)), FORMS.get(form, str(form)), constant))
     steps = _steps(specs)
-    return (steps, *_skips(steps))
+    ranged = any(name in RANGE_ATTRIBUTES for name, _form, _constant in specs)
+    return (steps, *_skips(steps), ranged)
 
 
 def read_abbrevs(data: bytes, at: int, more=None) -> Abbrevs:
@@ -328,7 +331,7 @@ class Skimmer:
             code, at = read_uleb(data, offset)
         if code == 0:
             return None
-        tag, has_children, steps, _size, _sibling = self._abbrev(code)
+        tag, has_children, steps, _size, _sibling, _ranged = self._abbrev(code)
         kept: Dict[str, Tuple[str, int]] = {}
         for step, name, form, size in steps:
             if step == SKIP:
@@ -374,10 +377,12 @@ class Skimmer:
                 return at + 1  # the null entry's one byte
             at = found.end
 
-    def children_iter(self, entry: Entry, wanted=None):
+    def children_iter(self, entry: Entry, wanted=None, ranged: bool = False):
         """``entry``'s children; with ``wanted`` (tags), only those with one of them,
         the others skipped by their size or sibling where their abbreviation gives
-        it, without reading their attributes."""
+        it, without reading their attributes.  ``ranged``: a wanted child without
+        an address range (a function's declaration) is not read either: None
+        stands for it."""
         at = entry.children
         data, abbrevs, base, end = self.data, self._abbrevs, self.base, self.end
         while at is not None and at < end:
@@ -387,9 +392,11 @@ class Skimmer:
                 if code >= 0x80:
                     code, start = read_uleb(data, at)
                 found = abbrevs.get(code) if code else None
-                if found is not None and found[0] not in wanted:
-                    tag, has_children, _steps, size, sibling = found
-                    if not has_children and size is not None:
+                if found is not None:
+                    tag, has_children, _steps, size, sibling, has_range = found
+                    if tag in wanted and (has_range or not ranged):
+                        skipped = None  # read below
+                    elif not has_children and size is not None:
                         skipped = start + size
                     elif has_children and sibling is not None:
                         place, width = sibling
@@ -402,6 +409,8 @@ class Skimmer:
                         if self.passed > MAX_ENTRIES:
                             raise Unsupported("runaway pass")
                         at = skipped
+                        if tag in wanted:
+                            yield None
                         continue
             child = self.entry(at)
             if child is None:

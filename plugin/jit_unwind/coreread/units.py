@@ -111,9 +111,9 @@ class _Skimmed:
 
     def subprograms(self, top: Node):
         """The unit's top-level functions, one at a time (the index stops at the one a
-        pc needs)."""
-        for entry in self.skimmer.children_iter(top.handle, SUBPROGRAM):
-            yield self.node(entry)
+        pc needs); None for a declaration, which has no range and is not read."""
+        for entry in self.skimmer.children_iter(top.handle, SUBPROGRAM, ranged=True):
+            yield self.node(entry) if entry is not None else None
 
 
 class _Parsed:
@@ -202,6 +202,10 @@ class Unit:
                 return node
         found = None
         for node in self._pending:
+            if node is None:  # a function without a range (a declaration)
+                if found is not None:
+                    break
+                continue
             for low, high in node.ranges:
                 at = bisect.bisect_right(self._function_starts, low)
                 self.functions.insert(at, (low, high, node))
