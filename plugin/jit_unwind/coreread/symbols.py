@@ -31,21 +31,46 @@ class FileSymbols:
             link = elf.sections.get(".gnu_debuglink")
             self.debug_link = (link.data().split(b"\0")[0].decode("utf-8", "replace")
                                if link is not None else None)
-            entries: List[Tuple[int, int, int]] = []
-            self._names = b""
-            for table, strings in ((".symtab", ".strtab"), (".dynsym", ".dynstr")):
-                entries, self._names = _functions(elf, table, strings)
-                if entries:
-                    break
+        self._path = path
+        self._entries: Optional[List[Tuple[int, int, int]]] = None
+
+    def _read_functions(self) -> None:
+        """The function symbols, read when first asked for (a file's load bias and
+        debug file need only its headers)."""
+        entries: List[Tuple[int, int, int]] = []
+        self._names = b""
+        try:
+            with open(self._path, "rb") as handle:
+                elf = RawElf(handle, self._path)
+                for table, strings in ((".symtab", ".strtab"), (".dynsym", ".dynstr")):
+                    entries, self._names = _functions(elf, table, strings)
+                    if entries:
+                        break
+        except (OSError, ValueError):  # the file went away or changed since
+            entries = []
         entries.sort()
-        self.entries = entries  # (start, end, where the name is in _names)
-        self.starts = [entry[0] for entry in entries]
+        self._entries = entries
+        self._starts = [entry[0] for entry in entries]
+
+    @property
+    def entries(self) -> List[Tuple[int, int, int]]:
+        """(start, end, where the name is in the names), sorted by start."""
+        if self._entries is None:
+            self._read_functions()
+        return self._entries
+
+    @property
+    def starts(self) -> List[int]:
+        if self._entries is None:
+            self._read_functions()
+        return self._starts
 
     def function(self, file_address: int) -> Optional[Tuple[int, str]]:
         """(start, name) of the function holding ``file_address``."""
-        index = bisect.bisect_right(self.starts, file_address) - 1
+        entries = self.entries
+        index = bisect.bisect_right(self._starts, file_address) - 1
         for candidate in range(index, max(index - 16, -1), -1):  # sizes may nest
-            start, end, name_at = self.entries[candidate]
+            start, end, name_at = entries[candidate]
             if start <= file_address < end:
                 name_end = self._names.find(b"\0", name_at)
                 return start, self._names[name_at:name_end].decode("utf-8", "replace")
