@@ -141,8 +141,10 @@ class LineTable:
         # _add's state, mirrored in locals (written back around each call of _add)
         current, last_file = self._current, self._last_file
         last_address, stmt_at = self._last_address, self._stmt_at_address
-        rows = current.tables[last_file] if current is not None and last_file is not None \
-            else None
+        # the table of the file of the last row, and it again while rows stay in that file
+        last_rows = current.tables[last_file] \
+            if current is not None and last_file is not None else None
+        rows = last_rows if file == last_file else None
         top = current.last if current is not None else 0
         hit: Optional[Sequence] = None  # the sequence decoded past the pc
         while at < size:
@@ -151,7 +153,7 @@ class LineTable:
             if op >= opcode_base:
                 address += address_advance[op]
                 line += line_advance[op]
-                if line and file == last_file and rows is not None:
+                if line and rows is not None:
                     rows.append((address, line, is_stmt))
                     if last_address != address:
                         stmt_at, last_address = is_stmt, address
@@ -189,6 +191,7 @@ class LineTable:
                     at += 1
                 else:
                     file, at = read_uleb(data, at)
+                rows = last_rows if file == last_file else None
                 continue
             elif op == 0:
                 length = data[at]
@@ -222,7 +225,7 @@ class LineTable:
                 continue
             # A row other than a special opcode's common one: the same as above, or
             # through _add with the locals written back and read again.
-            if not end and line and file == last_file and rows is not None:
+            if not end and line and rows is not None:
                 rows.append((address, line, is_stmt))
                 if last_address != address:
                     stmt_at, last_address = is_stmt, address
@@ -238,8 +241,9 @@ class LineTable:
                 self._add(address, file, line, is_stmt, end)
                 current, last_file = self._current, self._last_file
                 last_address, stmt_at = self._last_address, self._stmt_at_address
-                rows = current.tables[last_file] \
+                last_rows = current.tables[last_file] \
                     if current is not None and last_file is not None else None
+                rows = last_rows if file == last_file else None
                 top = current.last if current is not None else 0
             if end:  # (_add ended the sequence: the locals were read again)
                 address, file, line, is_stmt = 0, 1, 1, default_is_stmt
