@@ -233,6 +233,21 @@ class LineTable:
                     stmt_at = True
                 if address > top:
                     top = address
+            elif not end and line and current is not None \
+                    and not (last_address == address and not is_stmt and stmt_at):
+                # A row in another file than the last row's (_add's case too): that
+                # file's run ends here.
+                if last_rows is not None:
+                    _end_marker(last_rows, address)
+                last_rows = rows = current.tables.setdefault(file, [])
+                rows.append((address, line, is_stmt))
+                last_file = file
+                if last_address != address:
+                    stmt_at, last_address = is_stmt, address
+                elif is_stmt:
+                    stmt_at = True
+                if address > top:
+                    top = address
             else:
                 if current is not None:
                     current.last = top
