@@ -41,3 +41,24 @@ def test_a_stream_cut_short_reads_as_zeros_past_its_end():
     assert not inflating.whole
     assert inflating.buffer[:inflating.filled] == data[:inflating.filled]
     assert inflating.buffer[len(data) - 10:] == bytes(10)
+
+
+def test_the_start_an_earlier_run_kept_is_read_back_and_the_rest_inflated():
+    data = os.urandom(400_000)
+    handle, header = compressed_file(data)
+    kept = io.BytesIO(data[:100_000])
+    inflating = _Inflating(handle, header, len(data), (kept, 100_000))
+    inflating.through(60_000)
+    assert inflating.filled == 60_000 and inflating._inflated == 0  # nothing inflated
+    assert inflating.buffer[:60_000] == data[:60_000]
+    inflating.through(300_000)  # past the copy: inflated from the section's start
+    assert inflating.buffer[:300_000] == data[:300_000]
+
+
+def test_a_kept_start_shorter_than_it_said_is_inflated_instead():
+    data = os.urandom(200_000)
+    handle, header = compressed_file(data)
+    kept = io.BytesIO(data[:10_000])  # cut after its length was taken
+    inflating = _Inflating(handle, header, len(data), (kept, 150_000))
+    inflating.through(120_000)
+    assert inflating.buffer[:120_000] == data[:120_000]

@@ -7,7 +7,8 @@ A section read in parts lives in an anonymous mapping of its size: only the page
 parts read are ever touched (a bytearray of CPython's 16 MB .debug_info was ~8 ms of
 zeroing).  A compressed one with no inflated copy on disk is inflated only as far as the
 parts asked for (``_Inflating``): glibc's units a backtrace needs are in the first
-tenth of its 6 MB .debug_info."""
+tenth of its 6 MB .debug_info.  What was inflated is kept on disk at exit
+(``section_cache``): the next run reads those parts back and inflates only for others."""
 
 import mmap
 import struct
@@ -89,41 +90,61 @@ class DebugSection:
 
 class _Inflating:
     """A compressed section inflated from its start only as far as asked for, into
-    ``buffer`` (the section's size)."""
+    ``buffer`` (the section's size); ``kept``: (open file, length) of the section's
+    first bytes inflated by an earlier run (``section_cache``), read from there as
+    far as they go."""
 
     CHUNK = 1 << 16  # compressed bytes read at a time
 
-    def __init__(self, handle, header, size: int):
+    def __init__(self, handle, header, size: int, kept=None):
         self._handle = handle
         self._next = header["sh_offset"] + _CHDR.size  # the compressed bytes not read yet
         self._end = header["sh_offset"] + header["sh_size"]
         self._inflater = zlib.decompressobj()
         self._pending = b""  # read, not inflated yet
+        self._kept = kept
         self.buffer = _zeroed(size)
         self.size = size
-        self.filled = 0
+        self.filled = 0  # the buffer's bytes ready
+        self._inflated = 0  # of which the inflater gave
 
     def through(self, end: int) -> None:
-        """Inflate until the first ``end`` bytes are in the buffer (or the stream
-        ends: a section cut short reads as zeros past it)."""
+        """Make the first ``end`` bytes ready: from the earlier run's copy as far as it
+        goes, past it inflated (from the section's start: the inflater cannot begin
+        in the middle).  A section cut short reads as zeros past its end."""
         end = min(end, self.size)
-        while self.filled < end:
+        if self.filled >= end:
+            return
+        if self._kept is not None and end <= self._kept[1]:
+            handle, _length = self._kept
+            try:
+                handle.seek(self.filled)
+                got = handle.readinto(memoryview(self.buffer)[self.filled:end])
+            except (OSError, ValueError):
+                got = 0
+            if got == end - self.filled:
+                self.filled = end
+                return
+            self._kept = None  # changed under us: inflate instead
+        while self._inflated < end:
             if not self._pending:
                 if self._next >= self._end:
-                    return
+                    break
                 self._handle.seek(self._next)
                 self._pending = self._handle.read(min(self.CHUNK, self._end - self._next))
                 if not self._pending:
-                    return
+                    break
                 self._next += len(self._pending)
-            out = self._inflater.decompress(self._pending, max(end - self.filled, self.CHUNK))
+            out = self._inflater.decompress(self._pending,
+                                            max(end - self._inflated, self.CHUNK))
             self._pending = self._inflater.unconsumed_tail
-            out = out[:self.size - self.filled]
-            self.buffer[self.filled:self.filled + len(out)] = out
-            self.filled += len(out)
+            out = out[:self.size - self._inflated]
+            self.buffer[self._inflated:self._inflated + len(out)] = out
+            self._inflated += len(out)
             if self._inflater.eof:
                 self._next = self._end
                 self._pending = b""
+        self.filled = max(self.filled, self._inflated)
 
     @property
     def whole(self) -> bool:
@@ -139,17 +160,13 @@ _partly_inflated: List[Tuple[str, "DebugSection", _Inflating]] = []  # kept at e
 
 
 def _keep_inflated() -> None:
-    """At exit: the compressed sections inflated in part, inflated whole and kept on
-    disk (``section_cache``) when the cache is on, as ``get`` keeps those it reads."""
+    """At exit: as much of each compressed section as was inflated, kept on disk
+    (``section_cache``) when the cache is on, for the next run to read its parts from
+    (inflating the rest here would cost a first run ~30 ms of glibc's .debug_info)."""
     from .section_cache import keep_inflated
     for path, section, inflating in _partly_inflated:
-        keep_inflated(path, section, lambda inflating=inflating: _finished(inflating))
+        keep_inflated(path, section, inflating.buffer, inflating.filled)
     _partly_inflated.clear()
-
-
-def _finished(inflating: _Inflating) -> bytes:
-    inflating.through(inflating.size)
-    return inflating.buffer
 
 
 class DebugSections:
@@ -259,8 +276,8 @@ class DebugSections:
         return found
 
     def _inflater(self, name: str) -> Optional[_Inflating]:
-        """Section ``name`` inflated in part (compressed with zlib, no copy on disk),
-        None for any other."""
+        """Section ``name`` inflated in part (compressed with zlib, no whole copy on
+        disk), None for any other."""
         found = self._inflating.get(name)
         if found is None:
             header = self._headers.get(f".debug_{name}")
@@ -270,8 +287,10 @@ class DebugSections:
             section = DebugSection(self._handle, header.name, header)
             if section._kind != ELFCOMPRESS_ZLIB:
                 return None
+            from .section_cache import kept_start
             found = self._inflating[name] = _Inflating(self._handle, header,
-                                                       section.data_size)
+                                                       section.data_size,
+                                                       kept_start(self.path, section))
             if not _partly_inflated:
                 import atexit
                 atexit.register(_keep_inflated)
