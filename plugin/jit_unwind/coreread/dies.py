@@ -246,6 +246,7 @@ class Skimmer:
         self.base = cu.cu_offset
         self.end = cu.cu_offset + cu["unit_length"] + 4
         self._abbrevs = read_abbrevs(abbrevs, cu["debug_abbrev_offset"], more_abbrevs)
+        self._read = self._abbrevs._table  # code -> abbreviation, those read so far
         self._section = section  # "str", "addr"...: .debug_<name>'s bytes, None without
         self._bases: Dict[str, int] = {}  # the unit's DWARF 5 table bases
         self.passed = 0
@@ -284,7 +285,7 @@ class Skimmer:
         raise Unsupported(form)
 
     def _abbrev(self, code: int) -> tuple:
-        found = self._abbrevs.get(code)
+        found = self._read.get(code) or self._abbrevs.get(code)
         if found is None:
             raise Unsupported(f"no abbreviation {code}")
         return found
@@ -331,7 +332,9 @@ class Skimmer:
             code, at = read_uleb(data, offset)
         if code == 0:
             return None
-        tag, has_children, steps, _size, _sibling, _ranged = self._abbrev(code)
+        found = self._read.get(code)  # the abbreviations read so far: no call
+        tag, has_children, steps, _size, _sibling, _ranged = \
+            found if found is not None else self._abbrev(code)
         kept: Dict[str, Tuple[str, int]] = {}
         for step, name, form, size in steps:
             if step == SKIP:
@@ -385,13 +388,14 @@ class Skimmer:
         stands for it."""
         at = entry.children
         data, abbrevs, base, end = self.data, self._abbrevs, self.base, self.end
+        read = self._read
         while at is not None and at < end:
             if wanted is not None:
                 code = data[at]
                 start = at + 1
                 if code >= 0x80:
                     code, start = read_uleb(data, at)
-                found = abbrevs.get(code) if code else None
+                found = (read.get(code) or abbrevs.get(code)) if code else None
                 if found is not None:
                     tag, has_children, _steps, size, sibling, has_range = found
                     if tag in wanted and (has_range or not ranged):
