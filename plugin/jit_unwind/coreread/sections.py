@@ -135,9 +135,11 @@ class _Inflating:
                 if not self._pending:
                     break
                 self._next += len(self._pending)
-            out = self._inflater.decompress(self._pending,
-                                            max(end - self._inflated, self.CHUNK))
+            given = self._pending
+            out = self._inflater.decompress(given, max(end - self._inflated, self.CHUNK))
             self._pending = self._inflater.unconsumed_tail
+            if not out and len(self._pending) == len(given):
+                break  # no progress: a stream zlib neither inflates nor rejects
             out = out[:self.size - self._inflated]
             self.buffer[self._inflated:self._inflated + len(out)] = out
             self._inflated += len(out)
