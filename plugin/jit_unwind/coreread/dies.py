@@ -162,11 +162,6 @@ class Abbrevs:
             found = self._table.get(code)
         return found
 
-    def __len__(self) -> int:
-        while self._at is not None:
-            self._read_one()
-        return len(self._table)
-
     def _read_one(self) -> None:
         data, at = self._data, self._at
         if self._more is not None and at + 4096 > self._ready:
