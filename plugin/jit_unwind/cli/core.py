@@ -2,7 +2,6 @@
 through a debugger or (``--debugger none``) read here without one."""
 
 import os
-import shutil
 import struct
 import sys
 
@@ -89,6 +88,7 @@ def _aarch64_debugger(options):
     """The debugger for an aarch64 core: one built for aarch64 (gdb-multiarch; the
     pip GDB 18 reads every architecture) unless --debugger names one; CliError when
     there is none."""
+    import shutil  # here: --debugger none, and most cores, need none of its imports
     from .debuggers import Debugger, beside_python
     if options.debugger != "gdb":
         return find_debugger(options.debugger)

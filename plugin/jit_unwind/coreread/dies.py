@@ -38,6 +38,15 @@ class Unsupported(Exception):
     """Something this pass does not decode: let pyelftools do it."""
 
 
+def string_end(data, at: int) -> int:
+    """Where the NUL ending the string at ``at`` is (``data`` may be a mapping, which
+    has ``find`` but no ``index``)."""
+    end = data.find(b"\0", at)
+    if end < 0:
+        raise Unsupported("a string without its end")
+    return end
+
+
 class Entry(NamedTuple):
     offset: int  # in .debug_info
     tag: str
@@ -111,45 +120,128 @@ def _steps(specs: List[Tuple[str, str, int]]) -> tuple:
     return tuple(steps)
 
 
-def read_abbrevs(data: bytes, at: int) -> Dict[int, tuple]:
+def _skips(steps: tuple) -> Tuple[Optional[int], Optional[Tuple[int, int]]]:
+    """How an entry passed over (its tag not wanted) is skipped without its steps: the
+    size of its attributes when all are of fixed size, and where its DW_AT_sibling is
+    (offset from its attributes' start, size) when only fixed-size ones precede it."""
+    at: Optional[int] = 0
+    sibling = None
+    for step, name, form, size in steps:
+        if step == FIXED_KEPT and name == "DW_AT_sibling" and form in REFERENCES \
+                and at is not None:
+            sibling = (at, size)
+        if step in (SKIP, FIXED_KEPT):
+            at = at + size if at is not None else None
+        elif step != CONSTANT:
+            at = None
+    return at, sibling
+
+
+class Abbrevs:
     """The abbreviation table at ``at`` of .debug_abbrev: code -> (tag, has children,
-    the steps that pass its attributes) with DWARF's names."""
-    tags, attributes, forms = TAGS, ATTRIBUTES, FORMS
-    table: Dict[int, tuple] = {}
-    while at < len(data):
+    the steps that pass its attributes, ``_skips``, whether it has an address range)
+    with DWARF's names, read only as
+    far as the codes asked for (a unit whose entries are barely read needs a few of
+    its hundreds)."""
+
+    AHEAD = 1 << 16  # bytes made ready at a time when ``more`` is given
+
+    def __init__(self, data: bytes, at: int, more=None):
+        """``more(end)``: makes ``data``'s first ``end`` bytes ready (a section being
+        inflated); None when they all are."""
+        self._data = data
+        self._at: Optional[int] = at  # where reading stopped, None at the table's end
+        self._table: Dict[int, tuple] = {}
+        self._more = more
+        self._ready = 0
+
+    def get(self, code: int) -> Optional[tuple]:
+        found = self._table.get(code)
+        while found is None and self._at is not None:
+            self._read_one()
+            found = self._table.get(code)
+        return found
+
+    def _read_one(self) -> None:
+        data, at = self._data, self._at
+        if self._more is not None and at + 4096 > self._ready:
+            self._ready = at + self.AHEAD
+            self._more(self._ready)
+        if at >= len(data):
+            self._at = None
+            return
         code, at = read_uleb(data, at)
         if code == 0:
-            break
+            self._at = None
+            return
         tag, at = read_uleb(data, at)
         children = data[at] != 0
         at += 1
-        specs = []
+        raw: List[int] = []  # name, form (and an implicit constant) of each attribute
         while True:
-            name, at = read_uleb(data, at)
-            form, at = read_uleb(data, at)
+            name = data[at]
+            if name < 0x80:
+                at += 1
+            else:
+                name, at = read_uleb(data, at)
+            form = data[at]
+            if form < 0x80:
+                at += 1
+            else:
+                form, at = read_uleb(data, at)
             if name == 0 and form == 0:
                 break
-            form_name = forms.get(form, str(form))
-            constant = 0
-            if form_name == "DW_FORM_implicit_const":
+            raw += (name, form)
+            if form == FORM_IMPLICIT_CONST:
                 constant, at = read_sleb(data, at)
-            specs.append((attributes.get(name, str(name)), form_name, constant))
-        table[code] = (tags.get(tag, str(tag)), children, _steps(specs))
-    return table
+                raw.append(constant)
+        key = tuple(raw)
+        passing = _passing.get(key)
+        if passing is None:
+            passing = _passing[key] = _passing_of(key)
+        self._table.setdefault(code, (TAGS.get(tag, str(tag)), children, *passing))
+        self._at = at
+
+
+FORM_IMPLICIT_CONST = 0x21
+RANGE_ATTRIBUTES = ("DW_AT_low_pc", "DW_AT_high_pc", "DW_AT_ranges")
+# An attribute list's steps and _skips, by its numbers: units repeat the same lists.
+_passing: Dict[tuple, tuple] = {}
+
+
+def _passing_of(raw: tuple) -> tuple:
+    specs = []
+    at = 0
+    while at < len(raw):
+        name, form = raw[at], raw[at + 1]
+        at += 2
+        constant = 0
+        if form == FORM_IMPLICIT_CONST:
+            constant = raw[at]
+            at += 1
+        specs.append((ATTRIBUTES.get(name, str(name)), FORMS.get(form, str(form)), constant))
+    steps = _steps(specs)
+    ranged = any(name in RANGE_ATTRIBUTES for name, _form, _constant in specs)
+    return (steps, *_skips(steps), ranged)
+
+
+def read_abbrevs(data: bytes, at: int, more=None) -> Abbrevs:
+    return Abbrevs(data, at, more)
 
 
 class Skimmer:
     """One unit's entries, read from ``data`` (the whole .debug_info) with its
     abbreviations from ``abbrevs`` (the whole .debug_abbrev)."""
 
-    def __init__(self, cu, data: bytes, abbrevs: bytes, section):
+    def __init__(self, cu, data: bytes, abbrevs: bytes, section, more_abbrevs=None):
         if cu.structs.dwarf_format != 32 or cu.structs.address_size != 8:
             raise Unsupported("64-bit DWARF or 32-bit addresses")
         self.cu = cu
         self.data = data
         self.base = cu.cu_offset
         self.end = cu.cu_offset + cu["unit_length"] + 4
-        self._abbrevs = read_abbrevs(abbrevs, cu["debug_abbrev_offset"])
+        self._abbrevs = read_abbrevs(abbrevs, cu["debug_abbrev_offset"], more_abbrevs)
+        self._read = self._abbrevs._table  # code -> abbreviation, those read so far
         self._section = section  # "str", "addr"...: .debug_<name>'s bytes, None without
         self._bases: Dict[str, int] = {}  # the unit's DWARF 5 table bases
         self.passed = 0
@@ -188,7 +280,7 @@ class Skimmer:
         raise Unsupported(form)
 
     def _abbrev(self, code: int) -> tuple:
-        found = self._abbrevs.get(code)
+        found = self._read.get(code) or self._abbrevs.get(code)
         if found is None:
             raise Unsupported(f"no abbreviation {code}")
         return found
@@ -209,7 +301,7 @@ class Skimmer:
             raise Unsupported(form)
         if data is None:
             raise Unsupported(f"no section for {form}")
-        end = data.index(b"\0", value)
+        end = string_end(data, value)
         return bytes(data[value:end]).decode("utf-8", "replace")
 
     def reference(self, kept: Tuple[str, int]) -> int:
@@ -235,7 +327,9 @@ class Skimmer:
             code, at = read_uleb(data, offset)
         if code == 0:
             return None
-        tag, has_children, steps = self._abbrev(code)
+        found = self._read.get(code)  # the abbreviations read so far: no call
+        tag, has_children, steps, _size, _sibling, _ranged = \
+            found if found is not None else self._abbrev(code)
         kept: Dict[str, Tuple[str, int]] = {}
         for step, name, form, size in steps:
             if step == SKIP:
@@ -253,7 +347,9 @@ class Skimmer:
             elif step == STRING or step == STRING_KEPT:
                 if step == STRING_KEPT:
                     kept[name] = (form, at)
-                at = data.index(b"\0", at) + 1
+                at = data.find(b"\0", at) + 1
+                if not at:
+                    raise Unsupported("a string without its end")
             elif step == BLOCK:
                 length, at = read_uleb(data, at)
                 at += length
@@ -279,13 +375,47 @@ class Skimmer:
                 return at + 1  # the null entry's one byte
             at = found.end
 
-    def children_iter(self, entry: Entry):
+    def children_iter(self, entry: Entry, wanted=None, ranged: bool = False):
+        """``entry``'s children; with ``wanted`` (tags), only those with one of them,
+        the others skipped by their size or sibling where their abbreviation gives
+        it, without reading their attributes.  ``ranged``: a wanted child without
+        an address range (a function's declaration) is not read either: None
+        stands for it."""
         at = entry.children
-        while at is not None and at < self.end:
+        data, abbrevs, base, end = self.data, self._abbrevs, self.base, self.end
+        read = self._read
+        while at is not None and at < end:
+            if wanted is not None:
+                code = data[at]
+                start = at + 1
+                if code >= 0x80:
+                    code, start = read_uleb(data, at)
+                found = (read.get(code) or abbrevs.get(code)) if code else None
+                if found is not None:
+                    tag, has_children, _steps, size, sibling, has_range = found
+                    if tag in wanted and (has_range or not ranged):
+                        skipped = None  # read below
+                    elif not has_children and size is not None:
+                        skipped = start + size
+                    elif has_children and sibling is not None:
+                        place, width = sibling
+                        skipped = base + int.from_bytes(data[start + place:start + place
+                                                             + width], "little")
+                    else:
+                        skipped = None
+                    if skipped is not None and skipped > at:
+                        self.passed += 1
+                        if self.passed > MAX_ENTRIES:
+                            raise Unsupported("runaway pass")
+                        at = skipped
+                        if tag in wanted:
+                            yield None
+                        continue
             child = self.entry(at)
             if child is None:
                 return
-            yield child
+            if wanted is None or child.tag in wanted:
+                yield child
             at = child.end
 
     def children(self, entry: Entry) -> List[Entry]:

@@ -10,7 +10,6 @@ stops after ``main``.
 Where DWARF says functions are inlined at a pc, each is a frame of its own with the
 same registers (GDB's inline frames), named and placed by DWARF."""
 
-from dataclasses import dataclass
 from typing import Dict, List, Optional
 
 from .. import debugger
@@ -20,13 +19,17 @@ OUTERMOST_FUNCTIONS = ("main",)  # GDB's "backtrace past-main off"
 MAX_NATIVE_FRAMES = 5000  # GDB's "backtrace limit" is unlimited; ours is not
 
 
-@dataclass
 class Unwinding:
-    """The caller found for a frame, or why none was found."""
+    """The caller found for a frame, or why none was found (a plain class: making a
+    dataclass costs ~1 ms of every run's start)."""
 
-    registers: Optional[Dict[str, int]] = None
-    reason: str = ""  # an error ("Backtrace stopped: ...") when registers is None
-    outermost: bool = False  # a natural end (no caller and no error)
+    __slots__ = ("registers", "reason", "outermost")
+
+    def __init__(self, registers: Optional[Dict[str, int]] = None, reason: str = "",
+                 outermost: bool = False):
+        self.registers = registers
+        self.reason = reason  # an error ("Backtrace stopped: ...") when registers is None
+        self.outermost = outermost  # a natural end (no caller and no error)
 
 
 class PhysicalFrame:
@@ -131,12 +134,14 @@ class PhysicalFrame:
     def _unwind_nocfi(self, pc: int, sp: int, lookup: int) -> Optional[Unwinding]:
         """Code without CFI in a mapped file (a JavaScript engine's builtins): the GDB
         unwinder's rules for it; None where it leaves the frame to the debugger's."""
-        from ..frame_unwind import unwind_code
-        from ..regions.nocfi import SOURCE as NOCFI
         cache = self.thread.process.cache
         code = cache.regions().code_at(lookup)
-        if code is None or code.source != NOCFI:
+        if code is None:
             return None
+        from ..regions.nocfi import SOURCE as NOCFI
+        if code.source != NOCFI:
+            return None
+        from ..frame_unwind import unwind_code  # here: the strategies' imports, ~5 ms
         result = unwind_code(cache, code, pc, sp, self.registers.get, self.index == 0,
                              lambda: None, self.arch)
         return None if result is None else self._caller(result, sp, in_trace=False)

@@ -9,7 +9,7 @@ import io
 from typing import Dict, List, NamedTuple, Optional
 
 from ..leb128 import read_uleb
-from .dies import Unsupported
+from .dies import Unsupported, string_end
 
 DW_UT_COMPILE, DW_UT_PARTIAL = 1, 3
 # Line table entry content types and the forms DWARF 5 headers use for them.
@@ -121,7 +121,7 @@ class LineProgram:
         found: List[bytes] = []
         data = self._data
         while data[at] != 0:
-            end = data.index(b"\0", at)
+            end = string_end(data, at)
             found.append(bytes(data[at:end]))
             at = end + 1
         return found, at + 1
@@ -130,7 +130,7 @@ class LineProgram:
         found: List[FileEntry] = []
         data = self._data
         while data[at] != 0:
-            end = data.index(b"\0", at)
+            end = string_end(data, at)
             name = bytes(data[at:end])
             directory, at = read_uleb(data, end + 1)
             _mtime, at = read_uleb(data, at)
@@ -165,14 +165,14 @@ class LineProgram:
     def _value(self, form: int, at: int):
         data = self._data
         if form == FORM_STRING:
-            end = data.index(b"\0", at)
+            end = string_end(data, at)
             return bytes(data[at:end]), end + 1
         if form in (FORM_LINE_STRP, FORM_STRP):
             table = self._line_strings if form == FORM_LINE_STRP else self._strings
             offset = int.from_bytes(data[at:at + 4], "little")
             if table is None or offset >= len(table):
                 raise Unsupported("a string outside its section")
-            return bytes(table[offset:table.index(b"\0", offset)]), at + 4
+            return bytes(table[offset:string_end(table, offset)]), at + 4
         if form == FORM_UDATA:
             return read_uleb(data, at)
         if form == FORM_BLOCK:

@@ -5,9 +5,8 @@ processor (x86-64, aarch64) lays them out."""
 
 import bisect
 import mmap
+import os
 import struct
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Dict, List, Optional
 
 from ..regions.core_link_map import mapped_files
@@ -27,29 +26,36 @@ REGISTER_LAYOUTS = {EM_X86_64: USER_REGS, EM_AARCH64: AARCH64_REGS}
 PR_REG, PR_PID = 112, 32
 
 
-@dataclass
+# Plain classes, not dataclasses: making a dataclass costs ~1 ms of every run's start.
 class Segment:
-    start: int
-    end: int  # start + filesz: bytes the core holds
-    offset: int
-    flags: int
+    __slots__ = ("start", "end", "offset", "flags")
+
+    def __init__(self, start: int, end: int, offset: int, flags: int):
+        self.start = start
+        self.end = end  # start + filesz: bytes the core holds
+        self.offset = offset
+        self.flags = flags
 
 
-@dataclass
 class FileMapping:
-    start: int
-    end: int
-    path: str
-    offset: int
+    __slots__ = ("start", "end", "path", "offset")
+
+    def __init__(self, start: int, end: int, path: str, offset: int):
+        self.start, self.end, self.path, self.offset = start, end, path, offset
+
+    def __repr__(self) -> str:
+        return f"FileMapping({self.start:#x}, {self.end:#x}, {self.path!r}, {self.offset:#x})"
 
 
-@dataclass
 class ThreadRegisters:
-    pid: int
-    registers: Dict[str, int]
+    __slots__ = ("pid", "registers")
+
+    def __init__(self, pid: int, registers: Dict[str, int]):
+        self.pid = pid
+        self.registers = registers
 
 
-def _contents(path: Path):
+def _contents(path: str):
     """The file's bytes, mapped rather than read: a core is often hundreds of MB of which
     a walk reads a few pages."""
     with open(path, "rb") as handle:
@@ -64,10 +70,10 @@ class CoreImage:
     """A core file's segments, mapped files and threads.  Raises OSError when it cannot
     be read and ValueError when it is no 64-bit little-endian ELF file."""
 
-    def __init__(self, path: Path, executable: Optional[str] = None, sysroot: str = ""):
+    def __init__(self, path, executable: Optional[str] = None, sysroot: str = ""):
         """``sysroot``: where the files the core names are (a core of another machine's
         processor: qemu-aarch64's)."""
-        self.path = Path(path)
+        self.path = os.fspath(path)
         self.auxv = b""
         self.data = _contents(self.path)
         self.segments: List[Segment] = []

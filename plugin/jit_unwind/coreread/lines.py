@@ -122,26 +122,83 @@ class LineTable:
 
     def _decode_to(self, pc: int) -> Optional[Tuple[int, int, bool]]:
         """Run the line program on from where it stopped, each row added to the tables
-        (``_add``, its common case inlined: the loop's hot path), until the sequence
-        holding ``pc`` is decoded past it; its row then, None at the program's end."""
+        (``_add``; its common case inline, with the state it touches in locals: the
+        loop's hot path), until the sequence holding ``pc`` is decoded past it; its row
+        then, None at the program's end."""
         data, size = self._data, len(self._data)
-        step, line_base, line_range = self._step, self._line_base, self._line_range
+        step, line_range = self._step, self._line_range
         opcode_base, lengths = self._opcode_base, self._lengths
         default_is_stmt = self._default_is_stmt
         const_add = ((255 - opcode_base) // line_range) * step
+        column_operands = lengths[SET_COLUMN - 1] if len(lengths) >= SET_COLUMN else 0
+        # A special opcode's address and line advance, by opcode.
+        address_advance = [((op - opcode_base) // line_range) * step
+                           if op >= opcode_base else 0 for op in range(256)]
+        line_advance = [self._line_base + (op - opcode_base) % line_range
+                        if op >= opcode_base else 0 for op in range(256)]
         at = self._at
         address, file, line, is_stmt = self._registers
-        add = self._add
+        # _add's state, mirrored in locals (written back around each call of _add)
+        current, last_file = self._current, self._last_file
+        last_address, stmt_at = self._last_address, self._stmt_at_address
+        # the table of the file of the last row, and it again while rows stay in that file
+        last_rows = current.tables[last_file] \
+            if current is not None and last_file is not None else None
+        rows = last_rows if file == last_file else None
+        top = current.last if current is not None else 0
+        hit: Optional[Sequence] = None  # the sequence decoded past the pc
         while at < size:
             op = data[at]
             at += 1
             if op >= opcode_base:
-                adjusted = op - opcode_base
-                address += (adjusted // line_range) * step
-                line += line_base + adjusted % line_range
+                address += address_advance[op]
+                line += line_advance[op]
+                if line and rows is not None:
+                    rows.append((address, line, is_stmt))
+                    if last_address != address:
+                        stmt_at, last_address = is_stmt, address
+                    elif is_stmt:
+                        stmt_at = True
+                    if address > top:
+                        top = address
+                        if address > pc and current.start <= pc:
+                            hit = current
+                            break
+                    continue
                 end = False
+            elif op == SET_COLUMN and column_operands == 1:  # the commonest other one
+                while data[at] & 0x80:
+                    at += 1
+                at += 1
+                continue
+            elif op == COPY:
+                end = False
+            elif op == NEGATE_STMT:
+                is_stmt = not is_stmt
+                continue
+            elif op == ADVANCE_LINE:
+                value = data[at]
+                if value < 0x80:  # one byte
+                    line += value - 0x80 if value & 0x40 else value
+                    at += 1
+                else:
+                    value, at = read_sleb(data, at)
+                    line += value
+                continue
+            elif op == SET_FILE:
+                file = data[at]
+                if file < 0x80:
+                    at += 1
+                else:
+                    file, at = read_uleb(data, at)
+                rows = last_rows if file == last_file else None
+                continue
             elif op == 0:
-                length, at = read_uleb(data, at)
+                length = data[at]
+                if length < 0x80:
+                    at += 1
+                else:
+                    length, at = read_uleb(data, at)
                 body = at
                 at += length
                 if length == 0:
@@ -152,54 +209,71 @@ class LineTable:
                 if extended != END_SEQUENCE:
                     continue
                 end = True
-            elif op == COPY:
-                end = False
             else:
                 if op == ADVANCE_PC:
                     value, at = read_uleb(data, at)
                     address += value * step
-                elif op == ADVANCE_LINE:
-                    value, at = read_sleb(data, at)
-                    line += value
-                elif op == SET_FILE:
-                    file, at = read_uleb(data, at)
-                elif op == NEGATE_STMT:
-                    is_stmt = not is_stmt
                 elif op == CONST_ADD_PC:
                     address += const_add
                 elif op == FIXED_ADVANCE_PC:
                     address += data[at] | data[at + 1] << 8
                     at += 2
                 elif op not in (BASIC_BLOCK, PROLOGUE_END, EPILOGUE_BEGIN):
-                    # SET_COLUMN, SET_ISA and opcodes unknown here: skip their operands
+                    # SET_ISA and opcodes unknown here: skip their operands
                     for _ in range(lengths[op - 1] if op - 1 < len(lengths) else 0):
                         _, at = read_uleb(data, at)
                 continue
-            # A row: _add's common case (same file, a line, not the sequence's first
-            # row nor its end) inline, the rest through it.
-            current = self._current
-            if not end and line != 0 and current is not None and file == self._last_file:
-                current.tables[file].append((address, line, is_stmt))
-                if self._last_address != address:
-                    self._stmt_at_address, self._last_address = is_stmt, address
+            # A row other than a special opcode's common one: the same as above, or
+            # through _add with the locals written back and read again.
+            if not end and line and rows is not None:
+                rows.append((address, line, is_stmt))
+                if last_address != address:
+                    stmt_at, last_address = is_stmt, address
                 elif is_stmt:
-                    self._stmt_at_address = True
-                if address > current.last:
-                    current.last = address
+                    stmt_at = True
+                if address > top:
+                    top = address
+            elif not end and line and current is not None \
+                    and not (last_address == address and not is_stmt and stmt_at):
+                # A row in another file than the last row's (_add's case too): that
+                # file's run ends here.
+                if last_rows is not None:
+                    _end_marker(last_rows, address)
+                last_rows = rows = current.tables.setdefault(file, [])
+                rows.append((address, line, is_stmt))
+                last_file = file
+                if last_address != address:
+                    stmt_at, last_address = is_stmt, address
+                elif is_stmt:
+                    stmt_at = True
+                if address > top:
+                    top = address
             else:
-                add(address, file, line, is_stmt, end)
-            if end:
+                if current is not None:
+                    current.last = top
+                self._current, self._last_file = current, last_file
+                self._last_address, self._stmt_at_address = last_address, stmt_at
+                self._add(address, file, line, is_stmt, end)
+                current, last_file = self._current, self._last_file
+                last_address, stmt_at = self._last_address, self._stmt_at_address
+                last_rows = current.tables[last_file] \
+                    if current is not None and last_file is not None else None
+                rows = last_rows if file == last_file else None
+                top = current.last if current is not None else 0
+            if end:  # (_add ended the sequence: the locals were read again)
                 address, file, line, is_stmt = 0, 1, 1, default_is_stmt
                 if self.sequences[-1].holds(pc):
                     self._at, self._registers = at, (address, file, line, is_stmt)
                     return self.sequences[-1].row_at(pc)
-            elif address > pc:
-                current = self._current
-                if current is not None and current.start <= pc:
-                    self._at, self._registers = at, (address, file, line, is_stmt)
-                    return current.row_at(pc)
+            elif address > pc and current is not None and current.start <= pc:
+                hit = current
+                break
+        if current is not None:
+            current.last = top
+        self._last_file, self._last_address = last_file, last_address
+        self._stmt_at_address = stmt_at
         self._at, self._registers = at, (address, file, line, is_stmt)
-        return None
+        return hit.row_at(pc) if hit is not None else None
 
 
 def _end_marker(found: List[Row], address: int) -> None:

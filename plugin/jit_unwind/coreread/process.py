@@ -4,7 +4,6 @@ run over: what ``jit-unwind core --debugger none`` and the fuzzer's model hand t
 
 import contextlib
 import os
-from pathlib import Path
 from typing import List, Optional
 
 from .. import debugger
@@ -26,7 +25,7 @@ class CoreProcess(debugger.Process):
     plain = False
 
     def __init__(self, image: CoreImage, memory: Optional[CoreMemory] = None,
-                 pid: Optional[int] = None, core_path: Optional[Path] = None,
+                 pid: Optional[int] = None, core_path=None,
                  dwarf: bool = True):
         self.image = image
         self.memory = memory if memory is not None else CoreMemory(image)
@@ -106,6 +105,6 @@ def open_core(path, executable: Optional[str] = None, sysroot: str = "") -> Core
     is no 64-bit little-endian core."""
     if executable:  # a relative path would not be taken for a file's (module_paths)
         executable = os.path.abspath(executable)
-    process = CoreProcess(CoreImage(Path(path), executable, sysroot))
+    process = CoreProcess(CoreImage(path, executable, sysroot))
     process.cache = StopCache(process)
     return process

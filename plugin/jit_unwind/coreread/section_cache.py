@@ -6,9 +6,12 @@ Where: ``$XDG_CACHE_HOME/jit-unwind/dwarf-sections`` (by default
 ``~/.cache/jit-unwind/dwarf-sections``), one file per section, named by the file's
 identity (device, inode, size and modification time in ns) and the section's offset
 and name: a file rebuilt or replaced gets other names, never the old bytes.  A cached
-file of the wrong size is not used.  At most MAX_FILES files, the least recently
-written removed first.  ``JIT_UNWIND_SECTION_CACHE=0`` turns it off; a
-cache directory that cannot be written is the same as none."""
+file shorter than its section holds the section's start (``--debugger none`` inflates
+a section only as far as a backtrace needs, and keeps that much): parts within it are
+read from it, others inflated again from the section's start; one longer is not used.
+At most MAX_FILES files, the least recently written removed first.
+``JIT_UNWIND_SECTION_CACHE=0`` turns it off; a cache directory that cannot be written
+is the same as none."""
 
 import os
 from typing import Optional
@@ -71,6 +74,43 @@ def section_bytes(path: str, section) -> bytes:
     if entry is not None and len(data) == size:
         _write_entry(directory, entry, data)
     return data
+
+
+def kept_start(path: str, section) -> Optional[tuple]:
+    """(open file, length) of the cache file holding the first bytes of ``section`` of
+    ``path`` inflated, when there is one shorter than the section (a run that needed
+    only its start); None otherwise."""
+    directory = cache_directory() if section.data_size >= MIN_SIZE else None
+    entry = _entry(directory, path, section.name, section["sh_offset"]) \
+        if directory else None
+    if entry is None:
+        return None
+    try:
+        handle = open(entry, "rb")
+    except OSError:
+        return None
+    length = os.fstat(handle.fileno()).st_size
+    if not 0 < length < section.data_size:
+        handle.close()
+        return None
+    return handle, length
+
+
+def keep_inflated(path: str, section, data, length: int) -> None:
+    """The first ``length`` bytes of ``section`` of ``path`` (inflated this run, in
+    ``data``) kept where the cache is on and holds fewer: the next run reads its parts
+    within them from the copy (the whole section, when ``length`` is its size)."""
+    directory = cache_directory() if section.data_size >= MIN_SIZE else None
+    entry = _entry(directory, path, section.name, section["sh_offset"]) \
+        if directory else None
+    if entry is None or not 0 < length <= section.data_size:
+        return
+    try:
+        if os.path.getsize(entry) >= length:
+            return
+    except OSError:
+        pass
+    _write_entry(directory, entry, bytes(data[:length]))
 
 
 def _write_entry(directory: str, entry: str, data: bytes) -> None:

@@ -1,8 +1,16 @@
 """A file's DWARF sections as the reader needs them, read with struct: each section's
 bytes read (and inflated) when first used, the ones no backtrace needs never, and
 ``.debug_aranges``.  pyelftools (its import alone is ~30 ms) is left for what the quick
-reader does not understand (``pyelftools_dwarf``)."""
+reader does not understand (``pyelftools_dwarf``).
 
+A section read in parts lives in an anonymous mapping of its size: only the pages of the
+parts read are ever touched (a bytearray of CPython's 16 MB .debug_info was ~8 ms of
+zeroing).  A compressed one with no inflated copy on disk is inflated only as far as the
+parts asked for (``_Inflating``): glibc's units a backtrace needs are in the first
+tenth of its 6 MB .debug_info.  What was inflated is kept on disk at exit
+(``section_cache``): the next run reads those parts back and inflates only for others."""
+
+import mmap
 import struct
 import zlib
 from typing import Dict, List, Optional, Tuple
@@ -15,6 +23,9 @@ ELFCOMPRESS_ZLIB = 1
 _CHDR = struct.Struct("<IIQQ")  # Elf64_Chdr: type, reserved, size, alignment
 
 
+_PAIR = struct.Struct("<QQ")
+
+
 def read_aranges(data: bytes) -> List[Tuple[int, int, int]]:
     """(start, end, unit offset) of each range of ``.debug_aranges`` (32-bit DWARF,
     8-byte addresses; other sets are left out), sorted."""
@@ -24,19 +35,18 @@ def read_aranges(data: bytes) -> List[Tuple[int, int, int]]:
         length = int.from_bytes(data[at:at + 4], "little")
         if length == 0xFFFFFFFF:
             break  # 64-bit DWARF: the units are found without this table
-        end = at + 4 + length
+        end = min(at + 4 + length, len(data))
         unit = int.from_bytes(data[at + 6:at + 10], "little")
         address_size = data[at + 10]
         position = at + 12
         position += (-position) % 16  # tuples are aligned to twice the address size
-        while address_size == 8 and position + 16 <= end:
-            start = int.from_bytes(data[position:position + 8], "little")
-            size = int.from_bytes(data[position + 8:position + 16], "little")
-            position += 16
-            if start == 0 and size == 0:
-                break
-            found.append((start, start + size, unit))
-        at = end
+        if address_size == 8 and position < end:
+            tuples = data[position:end - (end - position) % 16]
+            for start, size in _PAIR.iter_unpack(tuples):
+                if start == 0 and size == 0:
+                    break
+                found.append((start, start + size, unit))
+        at = at + 4 + length
     return sorted(found)
 
 
@@ -78,6 +88,89 @@ class DebugSection:
         return data
 
 
+class _Inflating:
+    """A compressed section inflated from its start only as far as asked for, into
+    ``buffer`` (the section's size); ``kept``: (open file, length) of the section's
+    first bytes inflated by an earlier run (``section_cache``), read from there as
+    far as they go."""
+
+    CHUNK = 1 << 16  # compressed bytes read at a time
+
+    def __init__(self, handle, header, size: int, kept=None):
+        self._handle = handle
+        self._next = header["sh_offset"] + _CHDR.size  # the compressed bytes not read yet
+        self._end = header["sh_offset"] + header["sh_size"]
+        self._inflater = zlib.decompressobj()
+        self._pending = b""  # read, not inflated yet
+        self._kept = kept
+        self.buffer = _zeroed(size)
+        self.size = size
+        self.filled = 0  # the buffer's bytes ready
+        self._inflated = 0  # of which the inflater gave
+
+    def through(self, end: int) -> None:
+        """Make the first ``end`` bytes ready: from the earlier run's copy as far as it
+        goes, past it inflated (from the section's start: the inflater cannot begin
+        in the middle).  A section cut short reads as zeros past its end."""
+        end = min(end, self.size)
+        if self.filled >= end:
+            return
+        if self._kept is not None and end <= self._kept[1]:
+            handle, _length = self._kept
+            try:
+                handle.seek(self.filled)
+                got = handle.readinto(memoryview(self.buffer)[self.filled:end])
+            except (OSError, ValueError):
+                got = 0
+            if got == end - self.filled:
+                self.filled = end
+                return
+            self._kept = None  # changed under us: inflate instead
+        while self._inflated < end:
+            if not self._pending:
+                if self._next >= self._end:
+                    break
+                self._handle.seek(self._next)
+                self._pending = self._handle.read(min(self.CHUNK, self._end - self._next))
+                if not self._pending:
+                    break
+                self._next += len(self._pending)
+            given = self._pending
+            out = self._inflater.decompress(given, max(end - self._inflated, self.CHUNK))
+            self._pending = self._inflater.unconsumed_tail
+            if not out and len(self._pending) == len(given):
+                break  # no progress: a stream zlib neither inflates nor rejects
+            out = out[:self.size - self._inflated]
+            self.buffer[self._inflated:self._inflated + len(out)] = out
+            self._inflated += len(out)
+            if self._inflater.eof:
+                self._next = self._end
+                self._pending = b""
+        self.filled = max(self.filled, self._inflated)
+
+    @property
+    def whole(self) -> bool:
+        return self.filled >= self.size
+
+
+def _zeroed(size: int):
+    """A writable buffer of ``size`` zero bytes whose pages are touched only when used."""
+    return mmap.mmap(-1, size) if size else bytearray()
+
+
+_partly_inflated: List[Tuple[str, "DebugSection", _Inflating]] = []  # kept at exit
+
+
+def _keep_inflated() -> None:
+    """At exit: as much of each compressed section as was inflated, kept on disk
+    (``section_cache``) when the cache is on, for the next run to read its parts from
+    (inflating the rest here would cost a first run ~30 ms of glibc's .debug_info)."""
+    from .section_cache import keep_inflated
+    for path, section, inflating in _partly_inflated:
+        keep_inflated(path, section, inflating.buffer, inflating.filled)
+    _partly_inflated.clear()
+
+
 class DebugSections:
     """The ``.debug_*`` sections of the ELF file at ``path``, by short name ("info",
     "line"...), each read once when first asked for."""
@@ -88,8 +181,9 @@ class DebugSections:
         self._headers = RawElf(self._handle, path).sections
         self._bytes: Dict[str, Optional[bytes]] = {}
         # sections read in parts (_part): name -> (buffer, offsets of the units read)
-        self._parts: Dict[str, Tuple[bytearray, set]] = {}
+        self._parts: Dict[str, Tuple[object, set]] = {}
         self._sources: Dict[str, Optional[Tuple[object, int, int]]] = {}
+        self._inflating: Dict[str, _Inflating] = {}  # compressed, read in parts
         self._pyelftools = None
 
     def has(self, name: str) -> bool:
@@ -99,13 +193,28 @@ class DebugSections:
         """.debug_NAME's bytes, None when the file has none."""
         if name not in self._bytes:
             header = self._headers.get(f".debug_{name}")
+            inflating = self._inflating.get(name)
             if header is None:
                 self._bytes[name] = None
+            elif inflating is not None:  # inflated in part already: on to its end
+                inflating.through(inflating.size)
+                self._bytes[name] = inflating.buffer
             else:
                 from .section_cache import section_bytes
                 self._bytes[name] = section_bytes(
                     self.path, DebugSection(self._handle, header.name, header))
         return self._bytes[name]
+
+    def prefix(self, name: str, end: int):
+        """Section ``name`` with (at least) its first ``end`` bytes ready: a compressed
+        one without a copy on disk inflated that far (``_Inflating``), any other read
+        whole; None when the file has none.  The same object each time."""
+        if self._bytes.get(name) is None and self._source(name) is None:
+            inflating = self._inflater(name)
+            if inflating is not None:
+                inflating.through(end)
+                return inflating.buffer
+        return self.get(name)
 
     def unit_bytes(self, offset: int):
         """``.debug_info`` with (at least) the unit at ``offset`` read (``_part``)."""
@@ -125,11 +234,17 @@ class DebugSections:
             return self._bytes[name]
         source = self._source(name)
         if source is None:
-            return self.get(name)
+            inflating = self._inflater(name)
+            if inflating is None:
+                return self.get(name)
+            inflating.through(offset + 4)
+            length = int.from_bytes(inflating.buffer[offset:offset + 4], "little")
+            inflating.through(offset + 4 + (length if length < 0xFFFFFFF0 else 0))
+            return inflating.buffer
         handle, base, size = source
         part = self._parts.get(name)
         if part is None:
-            part = self._parts[name] = (bytearray(size), set())  # zero pages, untouched
+            part = self._parts[name] = (_zeroed(size), set())
         data, read = part
         if offset not in read and 0 <= offset < size:
             self._fill(handle, base, data, offset, min(size, offset + 4))
@@ -160,6 +275,28 @@ class DebugSections:
                     except OSError:
                         found = None
         self._sources[name] = found
+        return found
+
+    def _inflater(self, name: str) -> Optional[_Inflating]:
+        """Section ``name`` inflated in part (compressed with zlib, no whole copy on
+        disk), None for any other."""
+        found = self._inflating.get(name)
+        if found is None:
+            header = self._headers.get(f".debug_{name}")
+            if header is None or header["sh_type"] == SHT_NOBITS \
+                    or not header["sh_flags"] & SHF_COMPRESSED:
+                return None
+            section = DebugSection(self._handle, header.name, header)
+            if section._kind != ELFCOMPRESS_ZLIB:
+                return None
+            from .section_cache import kept_start
+            found = self._inflating[name] = _Inflating(self._handle, header,
+                                                       section.data_size,
+                                                       kept_start(self.path, section))
+            if not _partly_inflated:
+                import atexit
+                atexit.register(_keep_inflated)
+            _partly_inflated.append((self.path, section, found))
         return found
 
     @staticmethod

@@ -3,6 +3,7 @@ their load bias, and the separate debug file GDB would read for each (build id, 
 ``.gnu_debuglink``)."""
 
 import bisect
+import itertools
 import os
 import struct
 from typing import Dict, List, Optional, Tuple
@@ -14,6 +15,7 @@ from .image import CoreImage
 STT_FUNC, STT_GNU_IFUNC = 2, 10
 DEBUG_ROOT = "/usr/lib/debug"
 _SYMBOL = struct.Struct("<IBBHQQ")
+_FUNCTION_MASK = bytes(kind & 0xF in (STT_FUNC, STT_GNU_IFUNC) for kind in range(256))
 
 
 class FileSymbols:
@@ -29,21 +31,46 @@ class FileSymbols:
             link = elf.sections.get(".gnu_debuglink")
             self.debug_link = (link.data().split(b"\0")[0].decode("utf-8", "replace")
                                if link is not None else None)
-            entries: List[Tuple[int, int, int]] = []
-            self._names = b""
-            for table, strings in ((".symtab", ".strtab"), (".dynsym", ".dynstr")):
-                entries, self._names = _functions(elf, table, strings)
-                if entries:
-                    break
+        self._path = path
+        self._entries: Optional[List[Tuple[int, int, int]]] = None
+
+    def _read_functions(self) -> None:
+        """The function symbols, read when first asked for (a file's load bias and
+        debug file need only its headers)."""
+        entries: List[Tuple[int, int, int]] = []
+        self._names = b""
+        try:
+            with open(self._path, "rb") as handle:
+                elf = RawElf(handle, self._path)
+                for table, strings in ((".symtab", ".strtab"), (".dynsym", ".dynstr")):
+                    entries, self._names = _functions(elf, table, strings)
+                    if entries:
+                        break
+        except (OSError, ValueError):  # the file went away or changed since
+            entries = []
         entries.sort()
-        self.entries = entries  # (start, end, where the name is in _names)
-        self.starts = [entry[0] for entry in entries]
+        self._entries = entries
+        self._starts = [entry[0] for entry in entries]
+
+    @property
+    def entries(self) -> List[Tuple[int, int, int]]:
+        """(start, end, where the name is in the names), sorted by start."""
+        if self._entries is None:
+            self._read_functions()
+        return self._entries
+
+    @property
+    def starts(self) -> List[int]:
+        if self._entries is None:
+            self._read_functions()
+        return self._starts
 
     def function(self, file_address: int) -> Optional[Tuple[int, str]]:
         """(start, name) of the function holding ``file_address``."""
-        index = bisect.bisect_right(self.starts, file_address) - 1
+        entries = self.entries
+        index = bisect.bisect_right(self._starts, file_address) - 1
         for candidate in range(index, max(index - 16, -1), -1):  # sizes may nest
-            start, end, name_at = self.entries[candidate]
+            start, end, name_at = entries[candidate]
             if start <= file_address < end:
                 name_end = self._names.find(b"\0", name_at)
                 return start, self._names[name_at:name_end].decode("utf-8", "replace")
@@ -57,10 +84,14 @@ def _functions(elf: RawElf, table: str, strings: str) -> Tuple[List[Tuple[int, i
     if section is None or names is None:
         return [], b""
     data = section.data()
-    entries = [(value, value + max(size, 1), name_at)
-               for name_at, info, _other, shndx, value, size in _SYMBOL.iter_unpack(
-                   data[:len(data) - len(data) % _SYMBOL.size])
-               if (info & 0xF) in (STT_FUNC, STT_GNU_IFUNC) and value and shndx]
+    data = data[:len(data) - len(data) % _SYMBOL.size]
+    # Only the functions' entries are unpacked into tuples: their st_info bytes (every
+    # 24th byte, from the 5th) say which (most of a large .symtab are not functions).
+    is_function = data[4::_SYMBOL.size].translate(_FUNCTION_MASK)
+    entries = [(value, value + (size or 1), name_at)
+               for name_at, _info, _other, shndx, value, size in itertools.compress(
+                   _SYMBOL.iter_unpack(data), is_function)
+               if value and shndx]
     return entries, names.data()
 
 

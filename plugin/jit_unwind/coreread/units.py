@@ -17,6 +17,7 @@ MAX_DEPTH = 64  # inlined functions and blocks nested in one function
 MAX_ORIGIN = 8  # DW_AT_abstract_origin / DW_AT_specification links followed
 SCOPES = ("DW_TAG_inlined_subroutine", "DW_TAG_lexical_block")
 WANTED = SCOPES + ("DW_TAG_subprogram",)
+SUBPROGRAM = ("DW_TAG_subprogram",)
 
 
 class SourceFrame(NamedTuple):
@@ -105,15 +106,14 @@ class _Skimmed:
         return self.node(self._top)
 
     def children(self, node: Node):
-        return (self.node(entry) for entry in self.skimmer.children_iter(node.handle)
-                if entry.tag in WANTED)
+        return (self.node(entry) for entry in self.skimmer.children_iter(node.handle,
+                                                                         WANTED))
 
     def subprograms(self, top: Node):
         """The unit's top-level functions, one at a time (the index stops at the one a
-        pc needs)."""
-        for entry in self.skimmer.children_iter(top.handle):
-            if entry.tag == "DW_TAG_subprogram":
-                yield self.node(entry)
+        pc needs); None for a declaration, which has no range and is not read."""
+        for entry in self.skimmer.children_iter(top.handle, SUBPROGRAM, ranged=True):
+            yield self.node(entry) if entry is not None else None
 
 
 class _Parsed:
@@ -170,11 +170,12 @@ class Unit:
         self._names: Dict[int, Optional[str]] = {}
         self._files: Dict[int, Optional[SourceFile]] = {}
         try:
-            info, abbrevs = sections.unit_bytes(offset), sections.get("abbrev")
+            info, abbrevs = sections.unit_bytes(offset), sections.prefix("abbrev", 0)
             if info is None or abbrevs is None:
                 raise Unsupported("no .debug_info or .debug_abbrev")
             self.cu = UnitHeader(info, offset)
-            self.walk = _Skimmed(self, (info, abbrevs, sections.get))
+            self.walk = _Skimmed(self, (info, abbrevs, sections.get,
+                                        lambda end: sections.prefix("abbrev", end)))
             self._index()
         except Unsupported:
             self._use_pyelftools()
@@ -201,6 +202,10 @@ class Unit:
                 return node
         found = None
         for node in self._pending:
+            if node is None:  # a function without a range (a declaration)
+                if found is not None:
+                    break
+                continue
             for low, high in node.ranges:
                 at = bisect.bisect_right(self._function_starts, low)
                 self.functions.insert(at, (low, high, node))
