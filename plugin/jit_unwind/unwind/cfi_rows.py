@@ -23,6 +23,7 @@ MAX_INSTRUCTIONS = 100_000  # in one CIE or FDE: a bound against garbage
 MAX_STATES = 64  # remembered with DW_CFA_remember_state
 MAX_FDES = 1_000_000
 MAX_ROWS = 100_000  # in one FDE's table
+ROWS_KEPT = 4096  # rows looked up by pc, per file
 # Pointer encodings (DW_EH_PE_*): the low nibble's value formats.
 _FORMATS = {0x00: "<Q", 0x02: "<H", 0x03: "<I", 0x04: "<Q", 0x0A: "<h", 0x0B: "<i",
             0x0C: "<q"}
@@ -89,6 +90,7 @@ class EhFrame:
                  index: Optional[Tuple[List[int], List[int]]] = None):
         self.data, self.address = data, address
         self._cies: Dict[int, _Cie] = {}
+        self._rows_at: Dict[int, Optional[dict]] = {}  # a stack's pcs repeat
         if index is None:
             index = self._scan()
         self._starts, self._offsets = index
@@ -110,6 +112,16 @@ class EhFrame:
     def row_at(self, pc: int) -> Optional[dict]:
         """The row in force at ``pc``; None when no FDE covers it or its instructions
         cannot be decoded."""
+        try:
+            return self._rows_at[pc]
+        except KeyError:
+            pass
+        if len(self._rows_at) >= ROWS_KEPT:
+            self._rows_at.clear()
+        row = self._rows_at[pc] = self._decoded_row_at(pc)
+        return row
+
+    def _decoded_row_at(self, pc: int) -> Optional[dict]:
         index = bisect.bisect_right(self._starts, pc) - 1
         if index < 0:
             return None
