@@ -10,7 +10,7 @@ gjs's Ion loop calling libm's ``sin``; HotSpot's C2 code calling ``Thread.sleep`
 and with a perf map (``Compiler.perfmap``); Ruby 3.1 YJIT calling ``Process.kill``; a
 LuaJIT trace calling ``raise`` through the FFI; node 20's optimized code calling
 ``process.kill``, with ``--perf-basic-prof`` and without a perf map (also with
-``JIT_UNWIND_NOCFI_CACHE=0``: what a session pays where no earlier one kept node's code
+``JIT_UNWIND_ELF_CACHE=0``: what a session pays where no earlier one kept node's code
 without CFI on disk), and after a deoptimization.
 
 For each GDB (default: /usr/bin/gdb, GDB 13) and runtime, ``--rounds`` pairs of sessions,
@@ -85,10 +85,10 @@ SCENARIOS = [
             ["--perf-basic-prof", NODE_NO_LOG, str(RUNTIMES / "node_hot.js")], [],
             perf_map=True),
     Runtime("node, no perf map", "node", [str(RUNTIMES / "node_hot.js")], []),
-    # What a session pays without what an earlier one kept on disk (regions/nocfi_cache.py):
+    # What a session pays without what an earlier one kept on disk (elf_facts.py):
     # the first session on a machine, or after node was upgraded.
-    Runtime("node, no perf map, no-CFI cache off", "node", [str(RUNTIMES / "node_hot.js")],
-            [], env=(("JIT_UNWIND_NOCFI_CACHE", "0"),)),
+    Runtime("node, no perf map, ELF cache off", "node", [str(RUNTIMES / "node_hot.js")],
+            [], env=(("JIT_UNWIND_ELF_CACHE", "0"),)),
     Runtime("node after a deopt, no perf map", "node", [str(RUNTIMES / "node_deopt.js")], []),
 ]
 

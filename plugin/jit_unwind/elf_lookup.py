@@ -219,10 +219,24 @@ def symtab_value(path: str, name: str) -> Optional[int]:
     known = _symtab_values.get(path, lambda _path: {}, {})
     if name not in known:
         try:
-            known[name] = _scan_symtab(path, name)
+            known[name] = _kept_symtab_value(path, name)
         except (OSError, ValueError, struct.error):
             known[name] = None
     return known[name]
+
+
+def _kept_symtab_value(path: str, name: str) -> Optional[int]:
+    """_scan_symtab's answer, kept on disk between sessions (elf_facts.py): the scan
+    reads the whole table (libjvm's: 4 MB, ~4 ms of HotSpot's first bt)."""
+    import zlib
+    from .elf_facts import kept
+
+    def valid(value) -> bool:  # the name itself is kept: another may share its CRC
+        return (isinstance(value, tuple) and len(value) == 2 and value[0] == name
+                and (value[1] is None or type(value[1]) is int))
+
+    return kept(path, f"symtab-{zlib.crc32(name.encode()):08x}",
+                lambda path: (name, _scan_symtab(path, name)), valid)[1]
 
 
 def _scan_symtab(path: str, name: str) -> Optional[int]:

@@ -176,15 +176,15 @@ def test_a_second_mapping_of_a_files_code_is_that_code_at_its_own_offset():
 
 def test_a_files_gaps_are_kept_on_disk_for_the_next_session(tmp_path, monkeypatch):
     """A file's code without CFI and the function symbols in it are written to
-    $XDG_CACHE_HOME/jit-unwind/nocfi: the next session reads them (nothing is computed)
+    $XDG_CACHE_HOME/jit-unwind/elf-facts: the next session reads them (nothing is computed)
     and gets the same; an entry damaged, or a separate debug file appearing (its
-    .debug_frame counts as CFI), makes them computed again; JIT_UNWIND_NOCFI_CACHE=0
+    .debug_frame counts as CFI), makes them computed again; JIT_UNWIND_ELF_CACHE=0
     writes nothing."""
     from jit_unwind.regions import nocfi
     path = str(fixture_binary("nocfi"))
     cache = tmp_path / "cache"
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
-    monkeypatch.delenv("JIT_UNWIND_NOCFI_CACHE", raising=False)
+    monkeypatch.delenv("JIT_UNWIND_ELF_CACHE", raising=False)
     monkeypatch.setattr(nocfi, "DEBUG_ROOT", str(tmp_path / "debug"))
     computed = []
 
@@ -209,9 +209,9 @@ def test_a_files_gaps_are_kept_on_disk_for_the_next_session(tmp_path, monkeypatc
     assert computed == ["_compute_gaps", "_read_function_symbols"]
     names = {name for _start, _end, name in first[1]}
     assert set(NOCFI_FUNCTIONS) <= names and first[0], first
-    entries = sorted((cache / "jit-unwind" / "nocfi").glob("*.nocfi"))
-    assert [entry.name.split("-")[-1] for entry in entries] == ["functions.nocfi",
-                                                                 "gaps.nocfi"]
+    entries = sorted((cache / "jit-unwind" / "elf-facts").glob("*-nocfi-*.fact"))
+    assert [entry.name.split("-")[-1] for entry in entries] == ["functions.fact",
+                                                                 "gaps.fact"]
     assert session() == first and computed == []
 
     entries[1].write_bytes(b"\x00garbage")
@@ -228,7 +228,7 @@ def test_a_files_gaps_are_kept_on_disk_for_the_next_session(tmp_path, monkeypatc
     assert computed == ["_compute_gaps", "_read_function_symbols"]
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "off"))
-    monkeypatch.setenv("JIT_UNWIND_NOCFI_CACHE", "0")
+    monkeypatch.setenv("JIT_UNWIND_ELF_CACHE", "0")
     assert session() == first and len(computed) == 2
     assert not (tmp_path / "off").exists()
     nocfi._gaps.clear()

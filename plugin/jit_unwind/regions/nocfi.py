@@ -9,7 +9,7 @@ parsing) or ``.debug_frame`` (its own, or the separate debug file found by build
 covers.  Alignment padding between functions is left out, and so are ``.init``,
 ``.fini`` and the PLT, which the linker's own glue covers or no stack holds at a stop.
 Computed only for files a frame's pc lies in; after that, one range lookup per frame
-tells whether a pc is such code.  Kept on disk between sessions (regions/nocfi_cache.py).
+tells whether a pc is such code.  Kept on disk between sessions (elf_facts.py).
 """
 
 import array
@@ -24,7 +24,7 @@ from ..file_cache import FileCache
 from ..leb128 import read_uleb
 from ..model import Region, RegionSource
 from ..rawelf import RawElf, file_bias, load_bias
-from .nocfi_cache import kept
+from ..elf_facts import kept
 
 SOURCE = RegionSource.NOCFI
 MAX_FILES = 256
@@ -43,8 +43,8 @@ _functions: FileCache[List[Tuple[int, int, str]]] = FileCache(MAX_FILES)
 def uncovered_ranges(path: str) -> List[Tuple[int, int]]:
     """File-address ranges of code in ``path`` without CFI (cached per file, in memory
     and on disk)."""
-    return _gaps.get(path, lambda path: kept(path, "gaps", _compute_gaps, _debug_files,
-                                             _valid_gaps), [])
+    return _gaps.get(path, lambda path: kept(path, "nocfi-gaps", _compute_gaps, _valid_gaps,
+                                             _debug_files), [])
 
 
 def _valid_gaps(value) -> bool:
@@ -457,7 +457,8 @@ def function_at(region: Region, address: int) -> Optional[Region]:
 def _function_symbols(path: str) -> List[Tuple[int, int, str]]:
     """Function symbols (file addresses) that lie in the file's gaps (cached on disk:
     node's 110,000 symbols cost ~40 ms to look through)."""
-    return kept(path, "functions", _read_function_symbols, _debug_files, _valid_functions)
+    return kept(path, "nocfi-functions", _read_function_symbols, _valid_functions,
+                _debug_files)
 
 
 def _read_function_symbols(path: str) -> List[Tuple[int, int, str]]:
