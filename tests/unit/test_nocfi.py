@@ -4,6 +4,7 @@ shared libraries gcc builds here with and without .debug_frame."""
 import os
 import subprocess
 
+import pytest
 from elftools.elf.elffile import ELFFile
 
 from jit_unwind.model import Region
@@ -13,6 +14,15 @@ from jit_unwind.regions.nocfi import (_eh_frame_ranges, _is_padding, RawElf,
 from tests.support import REPO, fixture_binary
 
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path, monkeypatch):
+    """What is computed here is kept on disk (elf_facts.py): in this test's directory,
+    not the user's cache (libraries built in tmp_path would fill it)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "elf-facts-cache"))
+
+
 NOCFI_FUNCTIONS = ("asm_fp_function", "asm_frameless_function", "c_frameless_function")
 
 
