@@ -9,8 +9,9 @@ tests/fixtures/runtimes/; HotSpot's class in build/runtimes/, from ``make fixtur
 gjs's Ion loop calling libm's ``sin``; HotSpot's C2 code calling ``Thread.sleep``, without
 and with a perf map (``Compiler.perfmap``); Ruby 3.1 YJIT calling ``Process.kill``; a
 LuaJIT trace calling ``raise`` through the FFI; node 20's optimized code calling
-``process.kill``, with ``--perf-basic-prof`` and without a perf map, and after a
-deoptimization.
+``process.kill``, with ``--perf-basic-prof`` and without a perf map (also with
+``JIT_UNWIND_ELF_CACHE=0``: what a session pays where no earlier one kept node's code
+without CFI on disk), and after a deoptimization.
 
 For each GDB (default: /usr/bin/gdb, GDB 13) and runtime, ``--rounds`` pairs of sessions,
 plain GDB and GDB with gdb_init.py alternating: run to the stop, time the first ``bt``
@@ -34,7 +35,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bt_overhead import (GDB_FLAGS, PLUGIN, compile_plugin, gdb_environment,
@@ -64,6 +65,7 @@ class Runtime:
     args: List[str]
     setup: List[str]          # GDB commands before ``run``
     perf_map: bool = False    # leaves /tmp/perf-PID.map behind
+    env: Tuple[Tuple[str, str], ...] = ()  # for GDB's environment
 
     def argv(self) -> List[str]:
         path = shutil.which(self.tool)
@@ -83,6 +85,10 @@ SCENARIOS = [
             ["--perf-basic-prof", NODE_NO_LOG, str(RUNTIMES / "node_hot.js")], [],
             perf_map=True),
     Runtime("node, no perf map", "node", [str(RUNTIMES / "node_hot.js")], []),
+    # What a session pays without what an earlier one kept on disk (elf_facts.py):
+    # the first session on a machine, or after node was upgraded.
+    Runtime("node, no perf map, ELF cache off", "node", [str(RUNTIMES / "node_hot.js")],
+            [], env=(("JIT_UNWIND_ELF_CACHE", "0"),)),
     Runtime("node after a deopt, no perf map", "node", [str(RUNTIMES / "node_deopt.js")], []),
 ]
 
@@ -139,6 +145,7 @@ def run_session(gdb: str, runtime: Runtime, plugin: bool, reps: int) -> Session:
     with tempfile.TemporaryDirectory(prefix="runtime-bench-") as scratch:
         output = Path(scratch) / "results.json"
         env = gdb_environment()
+        env.update(runtime.env)
         env[CONFIG_ENV] = json.dumps({"output": str(output), "setup": runtime.setup,
                                       "reps": reps})
         argv = [gdb, *GDB_FLAGS, *(["-x", str(PLUGIN)] if plugin else []),

@@ -7,8 +7,7 @@ tables read in full (symbols, DWARF)."""
 import struct
 from typing import Dict, Iterable, List, Optional
 
-__all__ = ["RawElf", "RawSection", "file_bias", "first_mappings", "load_bias",
-           "raw_section_address"]
+__all__ = ["RawElf", "RawSection", "file_bias", "first_mappings", "load_bias"]
 
 
 class RawSection:
@@ -94,20 +93,3 @@ def file_bias(path: str, mappings: Iterable, loads: List) -> Optional[int]:
     """The load bias of ``path`` in the process whose ``mappings`` these are."""
     mapping = first_mappings(m for m in mappings if m.path == path).get(path)
     return load_bias(mapping, loads) if mapping is not None else None
-
-
-def raw_section_address(mappings: Iterable, section_name: str) -> Optional[int]:
-    """Run-time address of ``section_name`` in the first mapped file that has it."""
-    for path, first in first_mappings(mappings).items():
-        try:
-            with open(path, "rb") as handle:
-                elf = RawElf(handle, path)
-        except (OSError, ValueError, struct.error):
-            continue
-        section = elf.sections.get(section_name)
-        if section is None or not section["sh_addr"]:
-            continue
-        bias = load_bias(first, elf.loads)
-        if bias is not None:
-            return section["sh_addr"] + bias
-    return None

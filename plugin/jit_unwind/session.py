@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING, Dict, Optional, Set, Tuple
 
 from .core_notes import say_once
 from .dependencies import WITHOUT_PYELFTOOLS, missing, warn_missing
-from .elf_lookup import have_pyelftools, symbol_address
-from .rawelf import raw_section_address
+from .elf_lookup import have_pyelftools, section_address, symbol_address
 from .model import Unwound
 from .regions import RegionMap
 from .regions.discovery import build_region_map, jit_interface_regions
@@ -223,7 +222,7 @@ class StopCache:
         if name == "_PyRuntime":
             # CPython 3.12+ places _PyRuntime alone in its .PyRuntime section: read from
             # the section headers, cheaper than a symbol look-up through pyelftools.
-            address = raw_section_address(mappings, ".PyRuntime")
+            address = section_address(mappings, ".PyRuntime")
         if address is None:
             address = symbol_address(mappings, name)
         if address is None and debug_info:
@@ -303,8 +302,24 @@ class StopCache:
         runtime (a debugger prints undecorated frames faster)."""
         return self.regions().has_jit() or self.is_python_process()
 
+    def may_run_python(self) -> bool:
+        """Whether a CPython runtime may be found: a mapped file named like CPython,
+        or one exporting ``_PyRuntime`` or holding its ``.PyRuntime`` section (3.12+);
+        else whether the runtime was found (py-mixed-bt looks through the debugger's
+        symbols too).  Spares the ``bt`` of a JIT process that runs no Python (node,
+        HotSpot, LuaJIT) the runtime's look-ups through the debugger's symbols and the
+        files' full symbol tables: ~15-20 ms at its first stop."""
+        known = self._memo.get("python-runtime")
+        if known is not None:
+            return known[0] is not None
+        return self._cached("may-run-python", lambda: (
+            _maps_python_file(self.regions().mappings)
+            or self.lookup_symbol("_PyRuntime", debug_info=False) is not None))
+
     def python_thread(self, native_id: int) -> Optional[PyThread]:
         """The Python thread state running on the kernel thread ``native_id``."""
+        if not self.may_run_python():
+            return None
         runtime, _reason = self.python_runtime()
         if runtime is None:
             return None
@@ -316,6 +331,8 @@ class StopCache:
         return self._cached("runtime-jit-regions", self._jit_code_regions)
 
     def _jit_code_regions(self):
+        if not self.may_run_python():  # 3.13+ keeps _PyRuntime in .PyRuntime
+            return []
         from .cpython import CPythonError
         from .cpython.executors import read_executors
         from .regions.cpython_jit import executor_regions

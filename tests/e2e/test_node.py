@@ -117,3 +117,37 @@ def test_never_fewer_true_frames_than_plain_gdb(script):
         assert len(lines) > len(pcs)
     finally:
         live.remove_perf_files()
+
+
+def test_a_second_session_reads_nodes_code_without_cfi_from_disk(tmp_path):
+    """Without a perf map, the first ``bt`` of a session works out which of node's code
+    no CFI covers (76,000 FDEs, 110,000 symbols: ~0.16 s); it is kept in
+    $XDG_CACHE_HOME/jit-unwind/elf-facts.  On node's core: a second GDB session prints the
+    same frames from the entries the first wrote, without writing them again, and a
+    session with JIT_UNWIND_ELF_CACHE=0 the same frames, writing nothing."""
+    script = [NODE, "--logfile=/dev/null", str(RUNTIMES / "node_hot.js")]
+    core = tmp_path / "node.core"
+    output = run_gdb(GDB_BINARIES["gdb18"], ["run", f"gcore {core}"], script, plugin=False)
+    assert core.exists(), output
+
+    def session(cache_home, *settings):
+        early = [f"python import os; os.environ['XDG_CACHE_HOME'] = '{cache_home}'",
+                 *[f"python os.environ['{setting}'] = '0'" for setting in settings]]
+        return frame_lines(run_gdb(GDB_BINARIES["gdb13"], ["bt"], script, core=core,
+                                   early=early))
+
+    try:
+        first = session(tmp_path / "cache")
+        listing = "\n".join(first)
+        in_order(first, BELOW_JS + ABOVE_JS)
+        assert "CallApiCallback" in listing and "unwind stopped" not in listing, listing
+        entries = sorted((tmp_path / "cache" / "jit-unwind" / "elf-facts").glob("*.fact"))
+        assert {"-".join(entry.name.split("-")[-2:]) for entry in entries} >= {
+            "nocfi-gaps.fact", "nocfi-functions.fact"}, entries
+        written = [entry.stat().st_mtime_ns for entry in entries]
+        assert session(tmp_path / "cache") == first
+        assert [entry.stat().st_mtime_ns for entry in entries] == written
+        assert session(tmp_path / "off", "JIT_UNWIND_ELF_CACHE") == first
+        assert not (tmp_path / "off").exists()
+    finally:
+        core.unlink(missing_ok=True)

@@ -21,7 +21,8 @@ def _defined(path):
         return values
 
 
-def test_symtab_values_agree_with_pyelftools():
+def test_symtab_values_agree_with_pyelftools(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # one entry per name on disk
     path = str(fixture_binary("nocfi"))
     values = _defined(path)
     assert {"main", "asm_fp_function", "c_frameless_function"} <= set(values)
@@ -32,6 +33,41 @@ def test_symtab_values_agree_with_pyelftools():
     # "asm_frameless_function") names no symbol of its own.
     assert symtab_value(path, "frameless_function") is None
     assert symtab_value("/nonexistent/file", "main") is None
+
+
+def test_a_symtab_value_is_kept_on_disk_for_the_next_session(tmp_path, monkeypatch):
+    """The scan of a file's whole .symtab for one name (HotSpot's call stub variable in
+    libjvm's 58,000 symbols) is done once: the next session reads the answer, a name
+    there or not, from $XDG_CACHE_HOME/jit-unwind/elf-facts; JIT_UNWIND_ELF_CACHE=0
+    writes nothing."""
+    from jit_unwind import elf_lookup
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("JIT_UNWIND_ELF_CACHE", raising=False)
+    path = str(fixture_binary("nocfi"))
+    scanned = []
+    scan = elf_lookup._scan_symtab
+
+    def counted(path, name):
+        scanned.append(name)
+        return scan(path, name)
+
+    monkeypatch.setattr(elf_lookup, "_scan_symtab", counted)
+
+    def session(name):
+        elf_lookup._symtab_values.clear()  # a new session: nothing in memory
+        return symtab_value(path, name)
+
+    main = _defined(path)["main"]
+    assert session("main") == main and session("no_such_symbol_here") is None
+    assert scanned == ["main", "no_such_symbol_here"]
+    assert session("main") == main and session("no_such_symbol_here") is None
+    assert len(scanned) == 2
+    assert len(list((tmp_path / "cache" / "jit-unwind" / "elf-facts").glob("*.fact"))) == 2
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "off"))
+    monkeypatch.setenv("JIT_UNWIND_ELF_CACHE", "0")
+    assert session("main") == main and len(scanned) == 3
+    assert not (tmp_path / "off").exists()
+    elf_lookup._symtab_values.clear()
 
 
 def _exported(path):

@@ -24,6 +24,30 @@ def test_our_unwind_of_jit_code_is_recorded_for_bt():
     assert JIT_PC in cache.unwound_pcs
 
 
+def test_the_same_frame_again_this_stop_is_not_unwound_again():
+    """A repeated bt (GDB unwinds again after its frame cache is flushed) gets the
+    caller found before, without the strategies reading registers or the stack; a new
+    stop unwinds again."""
+    cache = StopCache(FakeProcess())
+    code = cache.regions().code_at(JIT_PC)
+    registers = {"rbp": STACK + 0x100, "rsp": STACK + 0xF0, "rip": JIT_PC}
+    first = unwind_code(cache, code, JIT_PC, STACK + 0xF0, registers.__getitem__,
+                        True, lambda: None)
+    read = []
+
+    def counted(name):
+        read.append(name)
+        return registers[name]
+
+    again = unwind_code(cache, code, JIT_PC, STACK + 0xF0, counted, True, lambda: None)
+    assert again is first and read == []
+    cache.invalidate()  # the next stop
+    code = cache.regions().code_at(JIT_PC)
+    fresh = unwind_code(cache, code, JIT_PC, STACK + 0xF0, counted, True, lambda: None)
+    assert fresh is not first and read
+    assert (fresh.caller_pc, fresh.stop_reason) == (first.caller_pc, first.stop_reason)
+
+
 class _Named:
     def __init__(self, registered, trace):
         self._registered, self._trace = registered, trace

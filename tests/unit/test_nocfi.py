@@ -1,8 +1,10 @@
 """regions/nocfi.py: which code of a file no FDE covers, on the nocfi fixture, libc, and
 shared libraries gcc builds here with and without .debug_frame."""
 
+import os
 import subprocess
 
+import pytest
 from elftools.elf.elffile import ELFFile
 
 from jit_unwind.model import Region
@@ -12,6 +14,15 @@ from jit_unwind.regions.nocfi import (_eh_frame_ranges, _is_padding, RawElf,
 from tests.support import REPO, fixture_binary
 
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path, monkeypatch):
+    """What is computed here is kept on disk (elf_facts.py): in this test's directory,
+    not the user's cache (libraries built in tmp_path would fill it)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "elf-facts-cache"))
+
+
 NOCFI_FUNCTIONS = ("asm_fp_function", "asm_frameless_function", "c_frameless_function")
 
 
@@ -171,3 +182,64 @@ def test_a_second_mapping_of_a_files_code_is_that_code_at_its_own_offset():
                                 + [Mapping(copy, copy + text.end - text.start, "r-xp", path)])
     region = without_offsets.nocfi_at(pc)
     assert region is None or function_at(region, pc) is None
+
+
+def test_a_files_gaps_are_kept_on_disk_for_the_next_session(tmp_path, monkeypatch):
+    """A file's code without CFI and the function symbols in it are written to
+    $XDG_CACHE_HOME/jit-unwind/elf-facts: the next session reads them (nothing is computed)
+    and gets the same; an entry damaged, or a separate debug file appearing (its
+    .debug_frame counts as CFI), makes them computed again; JIT_UNWIND_ELF_CACHE=0
+    writes nothing."""
+    from jit_unwind.regions import nocfi
+    path = str(fixture_binary("nocfi"))
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    monkeypatch.delenv("JIT_UNWIND_ELF_CACHE", raising=False)
+    monkeypatch.setattr(nocfi, "DEBUG_ROOT", str(tmp_path / "debug"))
+    computed = []
+
+    def counted(function):
+        def compute(path):
+            computed.append(function.__name__)
+            return function(path)
+        return compute
+
+    monkeypatch.setattr(nocfi, "_compute_gaps", counted(nocfi._compute_gaps))
+    monkeypatch.setattr(nocfi, "_read_function_symbols",
+                        counted(nocfi._read_function_symbols))
+
+    def session():
+        """What a new session finds: the memory caches empty."""
+        nocfi._gaps.clear()
+        nocfi._functions.clear()
+        computed.clear()
+        return nocfi.uncovered_ranges(path), nocfi._function_symbols(path)
+
+    first = session()
+    assert computed == ["_compute_gaps", "_read_function_symbols"]
+    names = {name for _start, _end, name in first[1]}
+    assert set(NOCFI_FUNCTIONS) <= names and first[0], first
+    entries = sorted((cache / "jit-unwind" / "elf-facts").glob("*-nocfi-*.fact"))
+    assert [entry.name.split("-")[-1] for entry in entries] == ["functions.fact",
+                                                                 "gaps.fact"]
+    assert session() == first and computed == []
+
+    entries[1].write_bytes(b"\x00garbage")
+    assert session() == first and computed == ["_compute_gaps"]
+    assert session() == first and computed == []
+
+    with open(path, "rb") as handle:
+        debug = nocfi._debug_file(RawElf(handle, path))
+    assert debug is not None and debug.startswith(str(tmp_path / "debug"))
+    os.makedirs(os.path.dirname(debug))
+    with open(debug, "wb") as handle:
+        handle.write(b"not ELF: no .debug_frame")
+    assert session() == first
+    assert computed == ["_compute_gaps", "_read_function_symbols"]
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "off"))
+    monkeypatch.setenv("JIT_UNWIND_ELF_CACHE", "0")
+    assert session() == first and len(computed) == 2
+    assert not (tmp_path / "off").exists()
+    nocfi._gaps.clear()
+    nocfi._functions.clear()

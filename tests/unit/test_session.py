@@ -265,3 +265,28 @@ def test_after_a_resume_native_code_is_known_until_the_map_is_rebuilt():
     cache.resumed()
     cache.invalidate()  # an object file loaded or freed: nothing is known
     assert not cache.known_native(LIB_START + 0x10)
+
+
+def test_a_process_that_cannot_run_python_is_not_searched_for_its_runtime():
+    """bt's question (Python frames of this thread? CPython's JIT executors?) on a JIT
+    process with no file named like CPython and none exporting _PyRuntime or holding
+    .PyRuntime: no look-up through the debugger's symbols.  py-mixed-bt still asks for
+    the runtime (and says why there is none)."""
+    process = FakeProcess()
+    cache = StopCache(process)
+    assert not cache.may_run_python()
+    assert cache.python_thread(1) is None and cache.jit_code_regions() == []
+    assert process.lookups == 0
+    runtime, reason = cache.python_runtime()
+    assert runtime is None and reason and process.lookups >= 1
+
+
+def test_a_file_named_like_cpython_may_run_python():
+    class PythonProcess(FakeProcess):
+        def debugger_mappings(self):
+            return [*super().debugger_mappings(),
+                    Mapping(LIB_START + 0x10000, LIB_START + 0x11000, "r-xp",
+                            "/opt/lib/libpython3.14.so.1.0")]
+
+    cache = StopCache(PythonProcess())
+    assert cache.may_run_python()

@@ -53,3 +53,20 @@ def _trim(directory: str, suffix: str, max_files: int) -> None:
             os.unlink(path)
         except OSError:
             pass
+
+
+def reader_identity(directory: str, modules) -> str:
+    """A short name for the code that computes a cache's values: the sizes and
+    modification times of ``modules`` (file names in ``directory``) and Python's
+    version, so that a changed reader never reads what the one before kept."""
+    import sys
+    import zlib
+    stamps = []
+    for name in modules:
+        try:
+            stat = os.stat(os.path.join(directory, name))
+            stamps.append((stat.st_size, stat.st_mtime_ns))
+        except OSError:
+            stamps.append(None)  # bytecode only: the version's own
+    stamps.append(sys.version_info[:2])
+    return f"{zlib.crc32(repr(stamps).encode()):08x}"

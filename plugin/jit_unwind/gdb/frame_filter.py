@@ -301,17 +301,21 @@ class JitFrameFilter:
     def filter(self, frame_iter):
         # The CPython model only once a backtrace needs it: not at the plugin's load.
         from ..core_notes import missing_executable
-        from .python_frames import interleave, python_thread
         frames = walk(frame_iter)
         try:
             # A core without its executable: GDB's frames are stack words, no place for
-            # Python frames (say_once has said how to give the executable).
-            thread = None if missing_executable(STATE.process) else python_thread()
+            # Python frames (say_once has said how to give the executable).  A process
+            # that cannot run CPython (node, HotSpot) imports no CPython model (~8 ms).
+            thread = None
+            if not missing_executable(STATE.process) and STATE.may_run_python():
+                from .python_frames import python_thread
+                thread = python_thread()
         except Exception as error:  # Python frames are a bonus; never lose the native ones
             debug_log(f"cannot read Python frames: {error!r}")
             thread = None
         if thread is None or not thread.frames:
             return frames
+        from .python_frames import interleave
         return interleave(frames, thread)
 
 

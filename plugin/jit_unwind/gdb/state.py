@@ -34,7 +34,7 @@ def connect_events() -> None:
     clear_objfiles = getattr(gdb.events, "clear_objfiles", None)
     if clear_objfiles is not None:
         clear_objfiles.connect(_on_clear_objfiles)
-    for name in ("exited", "memory_changed", "inferior_call",
+    for name in ("exited", "memory_changed", "register_changed", "inferior_call",
                  "new_inferior", "inferior_deleted"):
         registry = getattr(gdb.events, name, None)
         if registry is not None:

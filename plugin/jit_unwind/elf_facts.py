@@ -1,0 +1,80 @@
+"""What the plugin derives from a mapped ELF file, kept on disk between sessions: its
+code without CFI and the function symbols in it (regions/nocfi.py), a ``.symtab``
+name's value (elf_lookup.symtab_value).  For node's executable (76,000 FDEs, 110,000
+symbols) the first are ~0.16 s of every session's first ``bt`` without a perf map;
+HotSpot's call stub variable, found in libjvm's 58,000 symbols, ~4 ms of its first.
+Reading them back costs about a millisecond.
+
+Where: ``$XDG_CACHE_HOME/jit-unwind/elf-facts`` (by default
+``~/.cache/jit-unwind/elf-facts``), one file per file and fact, named by the file's
+identity (device, inode, size, modification time in ns) and by the reader's own (its
+modules' sizes and modification times): a file rebuilt or replaced, or a changed
+reader, never reads an old entry.  An entry also holds the identity of the other files
+its value was computed from (the separate debug file, whose .debug_frame counts as
+CFI): one installed, changed or removed since makes the value computed again.
+``marshal``, written atomically when computed; at most MAX_FILES entries.
+``JIT_UNWIND_ELF_CACHE=0`` turns it off; a directory that cannot be written is the same
+as none."""
+
+import marshal
+import os
+from typing import Callable, List, Optional, TypeVar
+
+from .coreread import disk_cache
+from .file_cache import file_identity
+
+ENV = "JIT_UNWIND_ELF_CACHE"
+SUFFIX = ".fact"
+MAX_FILES = 128
+# The modules whose results are kept: any change to one of them is another reader.
+READER = ("regions/nocfi.py", "elf_lookup.py", "elf_facts.py", "rawelf.py", "leb128.py")
+
+Value = TypeVar("Value")
+_reader: Optional[str] = None
+
+
+def cache_directory() -> Optional[str]:
+    return disk_cache.cache_directory(ENV, "elf-facts")
+
+
+def _reader_identity() -> str:
+    global _reader
+    if _reader is None:
+        _reader = disk_cache.reader_identity(os.path.dirname(os.path.abspath(__file__)),
+                                             READER)
+    return _reader
+
+
+def no_other_files(_path: str) -> List[str]:
+    return []
+
+
+def kept(path: str, fact: str, compute: Callable[[str], Value],
+         valid: Callable[[object], bool],
+         depends: Callable[[str], List[str]] = no_other_files) -> Value:
+    """``compute(path)``, read from the cache when an entry of ``fact`` (a short name:
+    letters, digits, dashes) for the file now at ``path`` is there, its ``depends(path)``
+    files unchanged and ``valid(value)``; else computed and written there.  Exceptions
+    of ``compute`` are the caller's."""
+    directory = cache_directory()
+    identity = file_identity(path) if directory else None
+    if directory is None or identity is None:
+        return compute(path)
+    device, inode, size, mtime = identity
+    entry = os.path.join(directory, f"{device:x}-{inode:x}-{size:x}-{mtime:x}-"
+                                    f"{_reader_identity()}-{fact}{SUFFIX}")
+    others = [(other, file_identity(other)) for other in depends(path)]
+    try:
+        with open(entry, "rb") as handle:
+            kept_others, value = marshal.load(handle)
+        if kept_others == others and valid(value):
+            return value
+    except (OSError, EOFError, ValueError, TypeError):
+        pass  # none yet, or cut short or garbage: computed and written again
+    value = compute(path)
+    try:
+        data = marshal.dumps((others, value))
+    except ValueError:  # a value marshal cannot hold: nothing kept
+        return value
+    disk_cache.write_entry(directory, entry, data, SUFFIX, MAX_FILES)
+    return value
