@@ -17,7 +17,7 @@ bounded and a read that fails ends that list with a reason instead of raising.
 """
 
 import struct
-from dataclasses import dataclass, replace
+from ..records import record as _record, replace
 from typing import Callable, List, Optional, Tuple
 
 from ..target import Memory, MemoryReadError, PageCache
@@ -47,7 +47,7 @@ _STATUS_INITIALIZED = 1 << 0
 _STATUS_ACTIVE = 1 << 4
 
 
-@dataclass(frozen=True)
+@_record(frozen=True)
 class RawFrame:
     """The fields of one ``_PyInterpreterFrame`` record, tags already removed from
     ``executable``.  ``is_entry_flag`` is 3.11's ``is_entry`` (None on 3.12+)."""
