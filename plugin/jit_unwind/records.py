@@ -6,10 +6,12 @@ needs ordering.  ``@dataclass`` builds each method by a separate ``exec`` after
 inspecting the annotations (~0.4 ms a class in the debuggers' Python 3.11), and
 importing it imports ``inspect``: with ~30 records on the way of a ``py-mixed-bt``,
 ~15 ms of a one-shot run (``jit-unwind core``) and a third of the plugin's load.  Here
-one compile per class makes all its methods, and the instances behave as the
-dataclass's did for everything the plugin does with them (``replace`` is this module's).
+only ``__init__`` is compiled (one small compile a class), the other methods are
+closures, and the instances behave as the dataclass's did for everything the plugin
+does with them (``replace`` is this module's).
 """
 
+from operator import attrgetter, ge, gt, le, lt
 from typing import Any, Callable, Dict, Optional
 
 _MISSING = object()
@@ -69,7 +71,7 @@ def _make(cls, frozen: bool, order: bool):
                 setattr(cls, name, made.default)
     names = list(fields)
     compared = [name for name in names if fields[name].compare]
-    namespace: Dict[str, Any] = {"_FACTORY": _FACTORY, "_set": object.__setattr__}
+    namespace: Dict[str, Any] = {"_FACTORY": _FACTORY}
     parameters = []
     body = []
     for name in names:
@@ -85,32 +87,19 @@ def _make(cls, frozen: bool, order: bool):
             else:
                 parameters.append(name)
             value = name
-        body.append(f"  _set(self, {name!r}, {value})" if frozen else f"  self.{name} = {value}")
-    mine = "(" + "".join(f"self.{name}, " for name in compared) + ")"
-    theirs = "(" + "".join(f"other.{name}, " for name in compared) + ")"
-    shown = ", ".join(f"{name}={{self.{name}!r}}" for name in names if fields[name].repr)
-    source = [f"def __init__(self, {', '.join(parameters)}):", *(body or ["  pass"]),
-              "def __repr__(self):",
-              f"  return f'{{type(self).__qualname__}}({shown})'",
-              "def __eq__(self, other):",
-              "  if other.__class__ is self.__class__:",
-              f"    return {mine} == {theirs}",
-              "  return NotImplemented"]
+        # A frozen record's fields go straight into its __dict__ (its __setattr__ raises).
+        body.append(f"  _fields[{name!r}] = {value}" if frozen else f"  self.{name} = {value}")
     if frozen:
-        source += ["def __hash__(self):", f"  return hash({mine})"]
-    if order:
-        for method, operator in (("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">=")):
-            source += [f"def __{method}__(self, other):",
-                       "  if other.__class__ is self.__class__:",
-                       f"    return {mine} {operator} {theirs}",
-                       "  return NotImplemented"]
-    exec(compile("\n".join(source), f"<record {cls.__qualname__}>", "exec"), namespace)
-    for method in ("__init__", "__repr__", "__eq__", "__hash__", "__lt__", "__le__",
-                   "__gt__", "__ge__"):
-        if method in namespace:
-            function = namespace[method]
-            function.__qualname__ = f"{cls.__qualname__}.{method}"
-            setattr(cls, method, function)
+        body.insert(0, "  _fields = self.__dict__")
+    # Only __init__ is compiled (its speed matters: thousands of frames a stack); the
+    # other methods are closures over the fields' names.
+    source = f"def __init__(self, {', '.join(parameters)}):\n" + "\n".join(body or ["  pass"])
+    exec(compile(source, f"<record {cls.__qualname__}>", "exec"), namespace)
+    methods = _methods(compared, names, fields, frozen, order)
+    methods["__init__"] = namespace["__init__"]
+    for method, function in methods.items():
+        function.__qualname__ = f"{cls.__qualname__}.{method}"
+        setattr(cls, method, function)
     if not frozen:
         cls.__hash__ = None  # mutable and compared by value: unhashable, as dataclass's
     else:
@@ -125,3 +114,36 @@ def replace(instance, **changes):
     values = {name: getattr(instance, name) for name in instance.__record_fields__}
     values.update(changes)
     return instance.__class__(**values)
+
+
+def _methods(compared, names, fields, frozen: bool, order: bool):
+    """__repr__, __eq__ and, as asked, __hash__ and ordering, over the fields."""
+    key = attrgetter(*compared) if compared else (lambda _record: ())
+    shown = [name for name in names if fields[name].repr]
+
+    def __repr__(self):
+        inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in shown)
+        return f"{type(self).__qualname__}({inner})"
+
+    def __eq__(self, other):
+        if other.__class__ is self.__class__:
+            return key(self) == key(other)
+        return NotImplemented
+
+    methods = {"__repr__": __repr__, "__eq__": __eq__}
+    if frozen:
+        def __hash__(self):
+            return hash(key(self))
+        methods["__hash__"] = __hash__
+    if order:
+        for name, compare in (("__lt__", lt), ("__le__", le), ("__gt__", gt), ("__ge__", ge)):
+            methods[name] = _ordering(key, compare)
+    return methods
+
+
+def _ordering(key, compare):
+    def method(self, other):
+        if other.__class__ is self.__class__:
+            return compare(key(self), key(other))
+        return NotImplemented
+    return method
