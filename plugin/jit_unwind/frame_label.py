@@ -9,7 +9,7 @@ StopCache) so the backtraces cannot drift apart; the adapters only place the str
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from .records import record
 from typing import Callable, Iterable, Optional, Tuple
 
 from .debugger import Frame
@@ -48,7 +48,7 @@ def marks(frame: NativeFrame, show_method: bool = False) -> str:
     return " ".join(parts)
 
 
-@dataclass
+@record
 class Label:
     """``name``: None where the debugger's own name stays; ``marks``: "" for none."""
 

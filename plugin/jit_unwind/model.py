@@ -6,7 +6,7 @@ are enums whose values are the strings users see (``info jit-regions``, ``[via .
 JSON).  Nothing here reads memory or knows a debugger: records can be kept, compared
 and printed."""
 
-from dataclasses import dataclass, field
+from .records import field, record
 from enum import Enum
 from typing import Dict, List, Optional, Tuple
 
@@ -51,7 +51,7 @@ class UnwindMethod(Text):
     NONE = "none"  # no strategy could tell: the walk ends
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Mapping:
     """One mapping of the address space, as /proc/PID/maps or a core file shows it."""
 
@@ -76,7 +76,7 @@ class Mapping:
         return self.start <= address < self.end
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Region:
     """A range of executable memory ``[start, end)``.
 
@@ -105,7 +105,7 @@ class Region:
         return self.start <= address < self.end
 
 
-@dataclass
+@record
 class Unwound:
     """How to find the caller of one frame, and which strategy said so.
 
@@ -142,7 +142,7 @@ OTHER = FrameKind.OTHER
 EVAL_FUNCTION = "_PyEval_EvalFrameDefault"  # the eval loop's native function
 
 
-@dataclass
+@record
 class NativeFrame:
     """One native frame.  ``interpreter_frame``: an eval loop's ``frame`` variable
     (``_PyInterpreterFrame *``) when debug info has it; ``code_object``: for a JIT
@@ -173,7 +173,7 @@ class NativeFrame:
         return f"{self.pc:#x}" if self.pc is not None else "??"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LocalVariable:
     """One variable of a Python frame (``py-mixed-bt --locals``): ``kind`` is "local",
     "cell" (a local that inner functions share) or "free" (the enclosing function's);
@@ -187,7 +187,7 @@ class LocalVariable:
     object: Optional[int] = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FrameLocals:
     """The bound variables of a frame, in the code object's order; ``omitted`` counts
     those past the limit; ``error`` says why none could be read."""
@@ -197,7 +197,7 @@ class FrameLocals:
     error: str = ""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PyFrame:
     """One Python function activation: a ``_PyInterpreterFrame``.
 
@@ -236,7 +236,7 @@ class PyFrame:
         return f"{self.function} ({self.location})"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PyThread:
     """A ``PyThreadState`` and its Python frames, innermost first.
 
@@ -273,7 +273,7 @@ class PyThread:
         return groups
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PyInterpreter:
     """A ``PyInterpreterState``: ``id`` 0 is the main interpreter."""
 
@@ -283,13 +283,13 @@ class PyInterpreter:
     stop_reason: str = ""
 
 
-@dataclass
+@record
 class MixedFrame:
     native: NativeFrame
     python: List[PyFrame] = field(default_factory=list)
 
 
-@dataclass
+@record
 class MixedThread:
     """``number`` and ``name`` are the debugger's; ``python`` is None for a thread that
     runs no Python code.  ``stop_reason`` says why the native walk ended early."""
@@ -304,7 +304,7 @@ class MixedThread:
     stop_reason: str = ""
 
 
-@dataclass
+@record
 class Merged:
     """Python frames per native frame level, and what no native frame claimed."""
 

@@ -3,7 +3,7 @@ from this table (GDB: ``set/show jit-unwind NAME`` parameters; LLDB: the ``jit-u
 command, commands/jit_unwind_settings.py) and reads the values here."""
 
 import os
-from dataclasses import dataclass
+from .records import record
 from typing import Callable, Dict, List, Optional, Tuple
 
 ABOUT = "jit-unwind, which unwinds and names JIT frames."
@@ -17,7 +17,7 @@ class SettingError(ValueError):
     """A value the setting refuses (the message says why); the old value stays."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Setting:
     """One setting.  ``help`` per debugger: "gdb" is the long help of ``help set
     jit-unwind NAME``, "lldb" the line in ``help jit-unwind`` ("lldb-without-providers":

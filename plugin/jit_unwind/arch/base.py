@@ -1,6 +1,6 @@
 """The description of one processor the unwinder works on (see the package's doc)."""
 
-from dataclasses import dataclass
+from ..records import record
 from functools import cached_property
 from typing import Callable, Dict, Optional, Set, Tuple
 
@@ -9,7 +9,7 @@ from typing import Callable, Dict, Optional, Set, Tuple
 FRAME_SETUP_BYTES = 16
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Architecture:
     """``pc``/``sp``/``fp``: the names the debuggers give the program counter, stack
     pointer and frame pointer.  ``link_register``: where a call leaves the return

@@ -87,7 +87,9 @@ def batch_argv(debugger: Debugger, commands: Sequence[str], *, core: str = "",
     if debugger.kind == "gdb":
         argv[1:1] = ["-batch", "-iex", "set style enabled off",  # no escapes in the pipe
                      *_symbol_reading(debug_info),
-                     *(["-iex", f"set sysroot {sysroot}"] if sysroot else [])]
+                     *(["-iex", f"set sysroot {sysroot}"] if sysroot else []),
+                     *(_decompressed_debug_files(core, executable)
+                       if debug_info and core and not sysroot else [])]
         argv += ["-ex", f"echo {MARK}\\n"]
         for command in commands:
             argv += ["-ex", command]
@@ -133,6 +135,13 @@ def _symbol_reading(debug_info: bool) -> List[str]:
     if os.environ.get(INDEX_CACHE_ENV, "").strip().lower() in ("0", "off", "no", "false"):
         return []
     return ["-iex", "set index-cache enabled on"]
+
+
+def _decompressed_debug_files(core: str, executable: str) -> List[str]:
+    """Options that let GDB read the core's libraries' debug files without inflating
+    their DWARF at every run (``gdb_debug_files``)."""
+    from .gdb_debug_files import gdb_options
+    return gdb_options(core, executable)
 
 
 def debugger_env(debugger: Debugger) -> dict:

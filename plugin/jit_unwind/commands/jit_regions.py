@@ -1,6 +1,6 @@
 """``info jit-regions`` (GDB), ``jit-regions`` (LLDB): the JIT code regions."""
 
-from dataclasses import dataclass
+from ..records import record
 from typing import Callable, List, Optional, Tuple
 
 from ..debugger import Process
@@ -38,7 +38,7 @@ line after the table names the file and says which named regions it holds: all o
 them, or all but those it lists."""
 
 
-@dataclass
+@record
 class _Query:
     address: Optional[str] = None  # the expression, as typed
     source: Optional[str] = None

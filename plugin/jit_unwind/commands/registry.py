@@ -4,14 +4,14 @@ returns, so a new command is one new file here (see docs/design.md)."""
 
 import importlib
 import os
-from dataclasses import dataclass
+from ..records import record
 from typing import Callable, Dict, List, Optional, Tuple, Union
 
 # GDB's help classes a command may be listed under ("help status", "help stack").
 STATUS, STACK = "status", "stack"
 
 
-@dataclass
+@record
 class Context:
     """What a command runs on, given by the adapter: the process and its per-stop cache
     (None for a command that needs no process), the symbol file for JIT code while one
@@ -25,7 +25,7 @@ class Context:
     evaluate: Optional[Callable[[str], int]] = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Command:
     """``names``: debugger ("gdb", "lldb") -> the command's name there; a debugger not
     named has no such command.  ``help``: its help, the first line a summary (or a
@@ -45,7 +45,7 @@ class Command:
         return self.help(debugger) if callable(self.help) else self.help
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Registered:
     """One command as a debugger registers it."""
     name: str

@@ -1,6 +1,6 @@
 """Code objects: names, file, first line, location table, and lines of instructions."""
 
-from dataclasses import dataclass
+from ..records import record
 from typing import Dict, Optional, Tuple
 
 from ..target import Memory, MemoryReadError
@@ -15,7 +15,7 @@ MAX_CODE_UNITS = 1 << 24
 MAX_TLBC_ENTRIES = 1 << 20  # copies of one code object's bytecode (one per thread index)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CodeInfo:
     """What a frame needs from a ``PyCodeObject *``.
 

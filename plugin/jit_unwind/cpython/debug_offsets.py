@@ -18,7 +18,7 @@ that validates: a release whose ``_Py_DebugOffsets`` kept its shape works as it 
 """
 
 import struct
-from dataclasses import replace
+from ..records import replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..target import Memory

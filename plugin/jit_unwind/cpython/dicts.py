@@ -41,7 +41,7 @@ Readers raise :class:`~jit_unwind.target.MemoryReadError` for unreadable memory 
 """
 
 import struct
-from dataclasses import dataclass
+from ..records import record
 from typing import Dict, List, Optional, Tuple
 
 from ..target import Memory
@@ -70,7 +70,7 @@ KEYS_GENERAL, KEYS_UNICODE, KEYS_SPLIT = 0, 1, 2
 _DIGIT_BITS = 30
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ObjectLayout:
     """Offsets of the containers read here, plus the runtime's :class:`Layout` (strings,
     ``ob_type``).  ``managed`` names the instance-attribute scheme: ``"3.11"`` (values
@@ -117,7 +117,7 @@ _STATIC: Dict[Tuple[int, int], dict] = {
 _GIL_HEADER = 16
 _AFTER_HEADER = {"module_dict", "tp_basicsize", "tp_dictoffset", "ht_cached_keys",
                  "dict_keys", "dict_values", "long_size", "long_digits", "tp_flags"}
-_STATIC_DEFAULTS = {name: ObjectLayout.__dataclass_fields__[name].default
+_STATIC_DEFAULTS = {name: ObjectLayout.__record_fields__[name].default
                     for name in _AFTER_HEADER}
 
 

@@ -21,7 +21,7 @@ from the DWARF of pyenv's 3.11.7 and 3.12.1 (``ptype /o``).  3.13+ layouts are b
 the inferior's own ``_Py_DebugOffsets`` by :mod:`.debug_offsets`.
 """
 
-from dataclasses import dataclass, field
+from ..records import field, record
 from typing import Dict, Optional
 
 from .errors import UnsupportedVersionError
@@ -40,7 +40,7 @@ FIRST_SHIM_OWNER = 3
 ENTRY_SHIM_OWNER = 3
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class GilLayout:
     """Where ``struct _gil_runtime_state {unsigned long interval; PyThreadState
     *last_holder; int locked; ...}`` is.
@@ -58,11 +58,10 @@ class GilLayout:
     enabled: Optional[int] = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Layout:
     """Where the runtime's, interpreters', threads', frames' and code objects' fields
-    are, for one CPython version and build (a docstring also spares dataclass the
-    inspect.signature of 46 fields it would make one of: ~1 ms of every import)."""
+    are, for one CPython version and build."""
 
     version: PyVersion
     source: str  # where the offsets come from, for messages

@@ -21,7 +21,7 @@ pyenv's 3.11.7 and 3.12.1.  Nothing raises: what cannot be read says so.
 """
 
 import struct
-from dataclasses import dataclass, replace
+from ..records import record, replace
 from typing import List, Optional, Tuple
 
 from ..model import FrameLocals, LocalVariable, PyFrame, PyThread
@@ -41,7 +41,7 @@ CO_FAST_HIDDEN, CO_FAST_CELL, CO_FAST_FREE = 0x10, 0x40, 0x80
 _INT_TAG, _TAG_BITS = 3, 3
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LocalsLayout:
     frame_localsplus: int   # _PyInterpreterFrame.localsplus
     code_names: int         # PyCodeObject.co_localsplusnames

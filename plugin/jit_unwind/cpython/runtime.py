@@ -17,8 +17,8 @@ bounded and a read that fails ends that list with a reason instead of raising.
 """
 
 import struct
-from dataclasses import dataclass, replace
-from typing import Callable, List, Optional, Tuple
+from ..records import record as _record, replace
+from typing import Callable, Dict, List, Optional, Tuple
 
 from ..target import Memory, MemoryReadError, PageCache
 from .code import CodeReader
@@ -47,7 +47,7 @@ _STATUS_INITIALIZED = 1 << 0
 _STATUS_ACTIVE = 1 << 4
 
 
-@dataclass(frozen=True)
+@_record(frozen=True)
 class RawFrame:
     """The fields of one ``_PyInterpreterFrame`` record, tags already removed from
     ``executable``.  ``is_entry_flag`` is 3.11's ``is_entry`` (None on 3.12+)."""
@@ -126,6 +126,9 @@ class CPythonRuntime:
         self.layout = layout
         self.max_frames = max_frames
         self.codes = CodeReader(self.memory, layout)
+        # (code object, instruction, bytecode copy) -> what a frame there shows: threads
+        # running the same code (a recursion, a pool of workers) stand at a few of them.
+        self._frame_texts: Dict[Tuple[int, int, int], tuple] = {}
         self._frame_reader: Optional[StructReader] = None
         self._by_native_id: Optional[dict] = None
 
@@ -239,16 +242,21 @@ class CPythonRuntime:
 
     def _python_frame(self, record: RawFrame, is_entry: bool) -> PyFrame:
         owner = OWNER_NAMES.get(record.owner, str(record.owner))
-        try:
-            code = self.codes.read(record.executable)
-        except (ObjectError, MemoryReadError) as error:
-            return PyFrame(record.address, "<unknown>", "<unknown>", None, is_entry, owner,
-                           record.executable, record.instr_ptr, error=str(error))
-        start = self.codes.bytecode_start(code, record.tlbc_index)
-        line = self.codes.line_at(code, record.instr_ptr, start)
-        return PyFrame(record.address, code.qualname, code.filename, line, is_entry, owner,
-                       code.address, record.instr_ptr, name=code.name,
-                       firstlineno=code.firstlineno)
+        key = (record.executable, record.instr_ptr, record.tlbc_index)
+        shown = self._frame_texts.get(key)
+        if shown is None:
+            try:
+                code = self.codes.read(record.executable)
+            except (ObjectError, MemoryReadError) as error:
+                return PyFrame(record.address, "<unknown>", "<unknown>", None, is_entry,
+                               owner, record.executable, record.instr_ptr, error=str(error))
+            start = self.codes.bytecode_start(code, record.tlbc_index)
+            shown = self._frame_texts[key] = (
+                code.qualname, code.filename, self.codes.line_at(code, record.instr_ptr, start),
+                code.address, code.name, code.firstlineno)
+        qualname, filename, line, code_address, name, firstlineno = shown
+        return PyFrame(record.address, qualname, filename, line, is_entry, owner,
+                       code_address, record.instr_ptr, name=name, firstlineno=firstlineno)
 
     def frame_at(self, address: int) -> Optional[PyFrame]:
         """The Python frame at ``address`` alone (None for a shim); ``is_entry`` needs

@@ -14,7 +14,7 @@ has called ``threading.current_thread()``; before ``import threading`` no thread
 one.  Nothing raises: what cannot be read is left out.  Offsets: :mod:`.dicts`.
 """
 
-import dataclasses
+from ..records import replace
 import struct
 from typing import Dict, Iterable, List, Optional
 
@@ -106,5 +106,5 @@ def with_thread_names(threads: Iterable[PyThread], names: Dict[int, str]
                       ) -> List[PyThread]:
     """``threads`` with :attr:`PyThread.name` set from ``names`` (by ``thread_id``);
     threads without a name keep theirs."""
-    return [dataclasses.replace(thread, name=names[thread.thread_id])
+    return [replace(thread, name=names[thread.thread_id])
             if thread.thread_id in names else thread for thread in threads]

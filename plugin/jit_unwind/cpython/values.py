@@ -11,7 +11,7 @@ and 3.12.1.
 """
 
 import struct
-from dataclasses import dataclass
+from ..records import record
 from typing import Dict, Optional, Tuple
 
 from ..target import JitUnwindError, Memory
@@ -29,7 +29,7 @@ MAX_INT_TEXT = 60      # decimal digits shown of a big int (then "...")
 _DIGIT_BITS = 30
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ValueLayout:
     """Where the values are: ``PyFloatObject.ob_fval``, the ``PyLongObject`` digits (the
     :class:`ObjectLayout`), strings and bytes (its base :class:`Layout`)."""

@@ -7,7 +7,7 @@ exports it as ``const unsigned long Py_Version``; 3.13+ also keeps it in
 """
 
 import re
-from dataclasses import dataclass
+from ..records import record
 from typing import Optional, Tuple, Union
 
 __all__ = ["PyVersion", "as_version", "version_from_library_name"]
@@ -15,7 +15,7 @@ __all__ = ["PyVersion", "as_version", "version_from_library_name"]
 _LEVELS = {0xA: "a", 0xB: "b", 0xC: "rc", 0xF: ""}
 
 
-@dataclass(frozen=True, order=True)
+@record(frozen=True, order=True)
 class PyVersion:
     """A CPython version; ``str()`` gives ``3.13.0``, ``3.15.0a3`` or ``3.10``."""
 

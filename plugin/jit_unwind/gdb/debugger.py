@@ -58,16 +58,19 @@ class GdbFrame(Frame):
         self.inner = frame
         self._level = level
         self._sp: Optional[int] = None  # read once: bt's filter asks twice per JIT frame
+        self._pc: Optional[int] = None  # py-mixed-bt asks three times per frame
 
     @property
     def level(self) -> int:
         return self._level
 
     def pc(self) -> int:
-        try:
-            return self.inner.pc()
-        except gdb.error as error:  # "PC not available"
-            raise DebuggerError(str(error)) from None
+        if self._pc is None:
+            try:
+                self._pc = self.inner.pc()
+            except gdb.error as error:  # "PC not available"
+                raise DebuggerError(str(error)) from None
+        return self._pc
 
     def sp(self) -> Optional[int]:
         if self._sp is None:

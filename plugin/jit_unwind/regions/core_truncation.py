@@ -7,14 +7,14 @@ stored after the cut: the debugger then reads no stack past the cut, or finds
 headers say how long the file should be (the last PT_LOAD's p_offset + p_filesz)."""
 
 import os
-from dataclasses import dataclass, field
+from ..records import field, record
 from typing import List, Optional, Sequence, Tuple
 
 from ..file_cache import FileCache
 from .corefile import PT_LOAD, _core_notes, _program_headers, core_file_list
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CutSegment:
     """A load segment whose bytes the file lacks (all of them, or those after ``kept``)."""
 
@@ -31,7 +31,7 @@ class CutSegment:
         return upward or address >= self.start + self.kept
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Truncation:
     path: str
     size: int  # bytes the file has

@@ -11,7 +11,7 @@ as the compiler reports the dead variable elsewhere (3.13's build: ``<optimized 
 the reader falls back to the thread state's current frame, where the walk is complete.
 """
 
-from dataclasses import replace
+from ..records import replace
 from typing import FrozenSet
 
 from ..model import PyThread, Unwound

@@ -8,7 +8,7 @@ moves on to another strategy.  That is the safe answer: a wrong decode would inv
 frames.
 """
 
-from dataclasses import dataclass, field
+from ..records import field, record
 from typing import Dict, List, Optional, Set, Tuple
 
 REGISTERS = ("rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
@@ -23,7 +23,7 @@ class DecodeError(Exception):
     """The bytes are not a prologue we understand."""
 
 
-@dataclass
+@record
 class PrologueState:
     """What the code from the function's entry to ``pc`` did.
 
@@ -45,7 +45,7 @@ class PrologueState:
         return [reg for reg in CALLEE_SAVED if reg in self.saved]
 
 
-@dataclass
+@record
 class _Operand:
     mod: int
     reg: int
@@ -419,7 +419,7 @@ def decode_frame_setup(code: bytes) -> Optional[PrologueState]:
     return sim.state if sim.state.depth else None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Step:
     """The stack effect in force at ``offset`` (before that instruction runs): ``depth``
     bytes below the entry sp, callee-saved registers stored at entry-sp offsets
