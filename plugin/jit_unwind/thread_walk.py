@@ -16,7 +16,6 @@ frames) and ``debugger.Process`` (symbols, modules); what it unwinds it records 
 StopCache, as GDB's unwinder does.
 """
 
-from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from .arch import Architecture
@@ -24,6 +23,7 @@ from .debugger import DebuggerError, Frame
 from .model import Region, Unwound
 from .regions.nocfi import SOURCE as NOCFI
 from .regions.nocfi import function_at
+from .records import field, record
 from .session import StopCache
 from .stack import MAX_FRAMES, ends_backtrace
 from .unwind import (UnwindContext, unwind_jit_frame, unwind_nocfi_frame,
@@ -38,7 +38,7 @@ Registers = Dict[str, int]
 Caller = Tuple[int, int, Registers]  # the caller's pc, sp and registers
 
 
-@dataclass
+@record
 class Step:
     """One frame of the walk: an input frame (``index``), or a frame the walk found at
     ``pc``/``sp`` (``jit``: JIT code, named from the regions; else native code the

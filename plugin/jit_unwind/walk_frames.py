@@ -8,12 +8,12 @@ functions first); a note ending the walk becomes the last frame's end reason; JI
 frames are named and marked as every backtrace does (``frame_label.bt_label``).
 """
 
-from dataclasses import dataclass
 from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 from . import mixed
 from .debugger import Frame
 from .frame_label import bt_label, python_name, unnamed_jit_name, walk_stopped
+from .records import record
 from .session import StopCache
 from .stack import MAX_FRAMES, classify, nocfi_name
 from .thread_walk import Step
@@ -23,7 +23,7 @@ Source = Optional[Tuple[str, Optional[int]]]  # (file, line or None)
 Symbolise = Callable[[int], List[Tuple[Optional[str], Source]]]
 
 
-@dataclass
+@record
 class WalkFrame:
     """One frame of the thread: an input frame's or a JIT frame's ``step`` as it is, or
     one function (``name``, ``source``) at a found native caller's return address.

@@ -12,8 +12,19 @@ code by the core's strategies, other code by its file's CFI.
 ``process``: the debugger interface (``jit_unwind.debugger``) over all of it.
 """
 
-from .image import CoreImage
-from .memory import CoreMemory
-from .process import CoreProcess, open_core
+import importlib
+
+# Imported on first use: the debuggers' unwinders import ``coreread.disk_cache`` alone
+# (through elf_facts), and the reader's DWARF modules cost a first ``bt`` ~6 ms.
+_EXPORTS = {"CoreImage": "image", "CoreMemory": "memory", "CoreProcess": "process",
+            "open_core": "process"}
+
+
+def __getattr__(name):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{module}", __name__), name)
+
 
 __all__ = ["CoreImage", "CoreMemory", "CoreProcess", "open_core"]

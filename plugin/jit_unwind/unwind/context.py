@@ -1,10 +1,10 @@
 """What every unwind strategy gets: one frame's pc and sp, memory, regions, registers."""
 
-from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterator, Optional, Tuple
 
 from ..arch import X86_64, Architecture
 from ..model import CodeKind, Region
+from ..records import field, record
 from ..regions import RegionMap
 from ..target import Memory, MemoryReadError, RegisterReader
 
@@ -24,7 +24,7 @@ def follows_call(memory, regions, address: int, arch: Architecture = X86_64) -> 
     return arch.call_before(before)
 
 
-@dataclass
+@record
 class UnwindContext:
     pc: int
     sp: int
@@ -39,7 +39,7 @@ class UnwindContext:
     function: Optional[Region] = None
     arch: Architecture = X86_64
     # (symbol(),) once looked up: the strategies ask for it several times per frame.
-    _symbol: Optional[tuple] = field(default=None, init=False, repr=False, compare=False)
+    _symbol: Optional[tuple] = field(default=None, repr=False, compare=False)
 
     @property
     def lookup_pc(self) -> int:

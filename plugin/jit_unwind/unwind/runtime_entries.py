@@ -18,15 +18,15 @@ registers' offsets from its base (from the runtime's source, checked against the
 disassembly of the runtime on the machine: docs/runtimes.md).
 """
 
-from dataclasses import dataclass
 from typing import Optional, Tuple
 
 from ..elf_lookup import symbol_address
 from ..model import UnwindMethod, Unwound
 from .context import UnwindContext
+from ..records import record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SizedBase:
     """The entry frame's base computed from its sp: ``sp + fixed + ([sp + word] >>
     shift)``, for entry code that pushed the size of what it pushed since (the words it
@@ -36,7 +36,7 @@ class SizedBase:
     fixed: int
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class EntryFrame:
     runtime: str
     saved: Tuple[Tuple[str, int], ...]  # register, offset from the entry frame's base
