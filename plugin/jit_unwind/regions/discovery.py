@@ -77,8 +77,11 @@ def _same(before, now) -> bool:
 
 def jit_interface_regions(process, mappings) -> List[Region]:
     """Object files registered through GDB's JIT interface (listed, left to GDB)."""
-    descriptor = symbol_address(mappings, "__jit_debug_descriptor")
-    if descriptor is None:  # not exported (an executable without -rdynamic): debug info
+    # Exported; else (an executable without -rdynamic) in a .symtab, read once and kept
+    # on disk; else the debugger's debug info, whose search for a name the program lacks
+    # cost GDB ~25 ms of the first bt (LuaJIT, libc's debug file loaded).
+    descriptor = symbol_address(mappings, "__jit_debug_descriptor", full_tables=True)
+    if descriptor is None:
         descriptor = process.symbol_address("__jit_debug_descriptor")
     if descriptor is None:
         return []
