@@ -104,11 +104,14 @@ def test_jit_live(python314):
     check_cpython_jit(document_of(output), "kill")
 
 
+@pytest.mark.parametrize("debugger", ["none", "lldb"])
 @pytest.mark.parametrize("case", ["jit", "perf"])
-def test_cores_without_a_debugger(python314, cores, case):
-    """``jit-unwind core --debugger none`` on the same cores: the same document."""
+def test_cores_through_the_cli(python314, cores, case, debugger):
+    """``jit-unwind core --sysroot`` on the same cores, without a debugger and through
+    LLDB 23 (``--sysroot`` is its Linux platform's, LLDB having no target.sysroot): the
+    same document."""
     result = jit_unwind("core", cores[case], python314, "--sysroot", aarch64.SYSROOT,
-                        "--debugger", "none", "--json")
+                        "--debugger", debugger, "--json")
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
     if case == "jit":

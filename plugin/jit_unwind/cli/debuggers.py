@@ -100,8 +100,8 @@ def batch_argv(debugger: Debugger, commands: Sequence[str], *, core: str = "",
             argv += [executable, core]
         return argv
     argv[1:1] = ["-b", "--no-use-colors"]
-    if sysroot:
-        argv[1:1] = ["-O", f"settings set target.sysroot {sysroot}"]
+    if sysroot:  # LLDB has no target.sysroot: the Linux platform takes one
+        argv[1:1] = ["-O", f"platform select --sysroot {_lldb_quoted(sysroot)} remote-linux"]
     argv += ["-o", f"script print({MARK!r})"]
     for command in commands:
         argv += ["-o", command]
