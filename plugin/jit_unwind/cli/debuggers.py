@@ -82,7 +82,7 @@ def batch_argv(debugger: Debugger, commands: Sequence[str], *, core: str = "",
     ``debug_info=False``: GDB reads the files' symbol tables but none of their DWARF
     (``--readnever``), all that ``py-mixed-bt --python-only`` needs of them.
     ``sysroot``: where the program's libraries are (GDB's ``set sysroot``; LLDB's
-    ``target.sysroot``)."""
+    ``platform select --sysroot``)."""
     argv = plugin_argv(debugger)
     if debugger.kind == "gdb":
         argv[1:1] = ["-batch", "-iex", "set style enabled off",  # no escapes in the pipe
