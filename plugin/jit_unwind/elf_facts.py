@@ -27,7 +27,8 @@ ENV = "JIT_UNWIND_ELF_CACHE"
 SUFFIX = ".fact"
 MAX_FILES = 128
 # The modules whose results are kept: any change to one of them is another reader.
-READER = ("regions/nocfi.py", "elf_lookup.py", "elf_facts.py", "rawelf.py", "leb128.py")
+READER = ("regions/nocfi.py", "elf_lookup.py", "elf_facts.py", "rawelf.py", "leb128.py",
+          "debug_files.py")
 
 Value = TypeVar("Value")
 _reader: Optional[str] = None

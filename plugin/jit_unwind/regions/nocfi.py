@@ -20,6 +20,7 @@ import re
 import struct
 from typing import Dict, Iterable, List, Optional, Tuple
 
+from ..debug_files import by_build_id
 from ..file_cache import FileCache
 from ..leb128 import read_uleb
 from ..model import Region, RegionSource
@@ -30,7 +31,6 @@ SOURCE = RegionSource.NOCFI
 MAX_FILES = 256
 SKIPPED_SECTIONS = (".init", ".fini")
 MAX_FDES = 2_000_000  # a table larger than this is not believed
-DEBUG_ROOT = "/usr/lib/debug/.build-id"
 
 # Per file (file_cache; none claimed for a file that cannot be read): the uncovered
 # (start, end) file addresses, sorted; its PT_LOAD (vaddr, offset) pairs, for the load
@@ -268,37 +268,17 @@ def _debug_frame_ranges(elf: RawElf) -> List[Tuple[int, int]]:
         return []
 
 
-def _build_id(elf: RawElf) -> Optional[str]:
-    note = elf.sections.get(".note.gnu.build-id")
-    data = note.data() if note is not None else b""
-    if len(data) < 16:
-        return None
-    namesz, descsz, kind = struct.unpack_from("<III", data, 0)
-    desc = 12 + ((namesz + 3) & ~3)
-    if kind != 3 or desc + descsz > len(data):  # NT_GNU_BUILD_ID
-        return None
-    return data[desc:desc + descsz].hex()
-
-
-def _debug_file(elf: RawElf) -> Optional[str]:
-    """Where the separate debug file of ``elf`` is looked for (by build id)."""
-    build_id = _build_id(elf)
-    if not build_id or len(build_id) < 4:
-        return None
-    return os.path.join(DEBUG_ROOT, build_id[:2], build_id[2:] + ".debug")
-
-
 def _debug_files(path: str) -> List[str]:
     """The other files ``path``'s gaps depend on: its separate debug file, there or
     not (one installed later covers more)."""
     with open(path, "rb") as handle:
-        debug = _debug_file(RawElf(handle, path))
+        debug = by_build_id(RawElf(handle, path))
     return [debug] if debug else []
 
 
 def _separate_debug_frame_ranges(elf: RawElf) -> List[Tuple[int, int]]:
     """FDEs of the separate debug file found by build id, which the debugger reads too."""
-    path = _debug_file(elf)
+    path = by_build_id(elf)
     if path is None or not os.path.exists(path):
         return []
     try:
