@@ -14,7 +14,6 @@ tells whether a pc is such code.  Kept on disk between sessions (elf_facts.py).
 
 import array
 import bisect
-import sys
 import os
 import re
 import struct
@@ -26,6 +25,7 @@ from ..leb128 import read_uleb
 from ..model import Region, RegionSource
 from ..rawelf import RawElf, file_bias, load_bias
 from ..elf_facts import kept
+from ..unwind.eh_frame_hdr import read_search_table, table_words
 
 SOURCE = RegionSource.NOCFI
 MAX_FILES = 256
@@ -163,34 +163,9 @@ def _eh_frame_ranges(elf: RawElf) -> Optional[List[Tuple[int, int]]]:
         return None
 
 
-# What every linker writes in .eh_frame_hdr: version 1, the .eh_frame pointer
-# pcrel|sdata4, the count udata4, the table datarel|sdata4.
-SEARCH_TABLE_HEADER = bytes([1, 0x1B, 0x03, 0x3B])
-
-
-def search_table(header: bytes, header_address: int, frames_address: int, limit: int
-                 ) -> Optional[Tuple[List[int], List[int]]]:
-    """(FDE starts, FDE offsets in .eh_frame), sorted by start, from .eh_frame_hdr's
-    binary search table; None for a table in another encoding or of more than ``limit``
-    entries.  Raises ValueError for a header cut short (the offsets are the caller's to
-    check against its .eh_frame)."""
-    if len(header) < 4:
-        raise ValueError("an .eh_frame_hdr cut short")
-    if header[:4] != SEARCH_TABLE_HEADER:
-        return None
-    if len(header) < 12:
-        raise ValueError("an .eh_frame_hdr cut short")
-    (count,) = struct.unpack_from("<I", header, 8)
-    if count > limit or 12 + count * 8 > len(header):
-        return None
-    table = struct.unpack_from(f"<{count * 2}i", header, 12)
-    return ([header_address + value for value in table[0::2]],
-            [header_address + value - frames_address for value in table[1::2]])
-
-
 def _ranges_from_header(header, eh_frame) -> Optional[List[Tuple[int, int]]]:
     frames = eh_frame.data()
-    index = search_table(header.data(), header["sh_addr"], eh_frame["sh_addr"], MAX_FDES)
+    index = read_search_table(header.data(), header["sh_addr"], eh_frame["sh_addr"], MAX_FDES)
     if index is None:
         return None
     # per CIE: how to read its FDEs' address range (an unpacker, its offset in the FDE)
@@ -315,7 +290,7 @@ class _FdeIndex:
             frames = elf.sections.get(".eh_frame")
             if elf.machine != 62 or header is None or frames is None:
                 return
-            table = _raw_search_table(header.data(), MAX_FDES)
+            table = _search_table_words(header.data())
             if table is not None:
                 self.starts, self.offsets = table[0::2], table[1::2]
                 self.base, self.frames_address = header["sh_addr"], frames["sh_addr"]
@@ -360,19 +335,13 @@ class _FdeIndex:
         return self._readers[cie]
 
 
-def _raw_search_table(header: bytes, limit: int) -> Optional[array.array]:
-    """.eh_frame_hdr's binary search table as its (start, FDE) pairs of 32-bit words,
-    as search_table reads it; None where that gives None or raises."""
-    if len(header) < 12 or header[:4] != SEARCH_TABLE_HEADER:
+def _search_table_words(header: bytes) -> Optional[array.array]:
+    """.eh_frame_hdr's search table as its words (``table_words``); None where that
+    gives None or raises."""
+    try:
+        return table_words(header, MAX_FDES)
+    except ValueError:
         return None
-    (count,) = struct.unpack_from("<I", header, 8)
-    if count > limit or 12 + count * 8 > len(header):
-        return None
-    table = array.array("i")
-    table.frombytes(header[12:12 + count * 8])
-    if sys.byteorder == "big":
-        table.byteswap()
-    return table
 
 
 # Per file: its .eh_frame_hdr search table
