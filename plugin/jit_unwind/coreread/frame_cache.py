@@ -27,21 +27,13 @@ MAX_ENTRIES = 4096
 # The modules whose answers are kept: any change to one of them is another reader.
 READER = ("dies.py", "dwarf.py", "frame_cache.py", "headers.py", "lines.py", "ranges.py",
           "sections.py", "units.py")
+HERE = os.path.dirname(os.path.abspath(__file__))
 
-_reader: Optional[str] = None
 _dirty: Dict[str, "FrameCache"] = {}  # entry path -> cache, written at exit
 
 
 def cache_directory() -> Optional[str]:
     return disk_cache.cache_directory(ENV, "dwarf-frames")
-
-
-def _reader_identity() -> str:
-    global _reader
-    if _reader is None:
-        _reader = disk_cache.reader_identity(os.path.dirname(os.path.abspath(__file__)),
-                                             READER)
-    return _reader
 
 
 class FrameCache:
@@ -57,8 +49,9 @@ class FrameCache:
             return
         device, inode, size, mtime = identity
         self._directory = directory
+        reader = disk_cache.reader_identity(HERE, READER)
         self._entry = os.path.join(
-            directory, f"{device:x}-{inode:x}-{size:x}-{mtime:x}-{_reader_identity()}.frames")
+            directory, f"{device:x}-{inode:x}-{size:x}-{mtime:x}-{reader}.frames")
         try:
             with open(self._entry, "rb") as handle:
                 loaded = marshal.load(handle)
