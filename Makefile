@@ -8,7 +8,7 @@ BUILD := build
 PYTHON311 ?= $(shell command -v python3.11 || echo /usr/bin/python3)
 APT_PACKAGES := gdb gcc make python3 python3-venv python3-pyelftools python3-tabulate \
                 lldb-19 python3-lldb-19 gjs ruby luajit openjdk-17-jdk-headless nodejs \
-                qemu-user gdb-multiarch gcc-aarch64-linux-gnu libc6-arm64-cross g++
+                qemu-user gdb-multiarch gcc-aarch64-linux-gnu libc6-arm64-cross g++ libc6-dbg
 FIXTURE_CFLAGS := -O0 -g -fno-omit-frame-pointer -Wall -Wextra
 PYTEST_ARGS ?=
 

@@ -27,22 +27,15 @@ ENV = "JIT_UNWIND_ELF_CACHE"
 SUFFIX = ".fact"
 MAX_FILES = 128
 # The modules whose results are kept: any change to one of them is another reader.
-READER = ("regions/nocfi.py", "elf_lookup.py", "elf_facts.py", "rawelf.py", "leb128.py")
+READER = ("regions/nocfi.py", "elf_lookup.py", "elf_facts.py", "rawelf.py", "leb128.py",
+          "debug_files.py", "unwind/eh_frame_hdr.py")
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 Value = TypeVar("Value")
-_reader: Optional[str] = None
 
 
 def cache_directory() -> Optional[str]:
     return disk_cache.cache_directory(ENV, "elf-facts")
-
-
-def _reader_identity() -> str:
-    global _reader
-    if _reader is None:
-        _reader = disk_cache.reader_identity(os.path.dirname(os.path.abspath(__file__)),
-                                             READER)
-    return _reader
 
 
 def no_other_files(_path: str) -> List[str]:
@@ -61,8 +54,9 @@ def kept(path: str, fact: str, compute: Callable[[str], Value],
     if directory is None or identity is None:
         return compute(path)
     device, inode, size, mtime = identity
+    reader = disk_cache.reader_identity(HERE, READER)
     entry = os.path.join(directory, f"{device:x}-{inode:x}-{size:x}-{mtime:x}-"
-                                    f"{_reader_identity()}-{fact}{SUFFIX}")
+                                    f"{reader}-{fact}{SUFFIX}")
     others = [(other, file_identity(other)) for other in depends(path)]
     try:
         with open(entry, "rb") as handle:

@@ -190,12 +190,13 @@ def test_a_files_gaps_are_kept_on_disk_for_the_next_session(tmp_path, monkeypatc
     and gets the same; an entry damaged, or a separate debug file appearing (its
     .debug_frame counts as CFI), makes them computed again; JIT_UNWIND_ELF_CACHE=0
     writes nothing."""
+    from jit_unwind import debug_files
     from jit_unwind.regions import nocfi
     path = str(fixture_binary("nocfi"))
     cache = tmp_path / "cache"
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
     monkeypatch.delenv("JIT_UNWIND_ELF_CACHE", raising=False)
-    monkeypatch.setattr(nocfi, "DEBUG_ROOT", str(tmp_path / "debug"))
+    monkeypatch.setattr(debug_files, "DEBUG_ROOT", str(tmp_path / "debug"))
     computed = []
 
     def counted(function):
@@ -229,7 +230,7 @@ def test_a_files_gaps_are_kept_on_disk_for_the_next_session(tmp_path, monkeypatc
     assert session() == first and computed == []
 
     with open(path, "rb") as handle:
-        debug = nocfi._debug_file(RawElf(handle, path))
+        debug = debug_files.by_build_id(RawElf(handle, path))
     assert debug is not None and debug.startswith(str(tmp_path / "debug"))
     os.makedirs(os.path.dirname(debug))
     with open(debug, "wb") as handle:

@@ -15,7 +15,9 @@ import os
 import struct
 from typing import List, Optional
 
-DEBUG_ROOT = "/usr/lib/debug/.build-id"
+from ..debug_files import DEBUG_ROOT, by_build_id
+from ..rawelf import RawElf
+
 ENV = "JIT_UNWIND_DEBUG_FILE_CACHE"
 MAX_FILES = 32  # copies kept; the least recently made go first
 SHF_COMPRESSED = 0x800
@@ -42,7 +44,7 @@ def gdb_options(core: str, executable: str) -> List[str]:
     # directory at all (the copies must add no debug info it would not read).
     command = ("python import gdb; d = gdb.parameter('debug-file-directory'); "
                f"gdb.execute('set debug-file-directory ' + {root!r} + ':' + d) "
-               f"if {os.path.dirname(DEBUG_ROOT)!r} in d.split(':') else None")
+               f"if {DEBUG_ROOT!r} in d.split(':') else None")
     return ["-iex", command]
 
 
@@ -104,15 +106,13 @@ def _file_note(notes: bytes) -> Optional[List[str]]:
 def _debug_file(path: str) -> Optional[str]:
     """The separate debug file of ELF file ``path`` found by its build ID, when its DWARF
     is compressed; else None."""
-    from ..rawelf import RawElf
     try:
         with open(path, "rb") as handle:
-            build_id = _build_id(RawElf(handle, path))
+            debug = by_build_id(RawElf(handle, path))
     except (OSError, ValueError, struct.error):
         return None
-    if not build_id or len(build_id) < 4:
+    if debug is None:
         return None
-    debug = os.path.join(DEBUG_ROOT, build_id[:2], build_id[2:] + ".debug")
     try:
         with open(debug, "rb") as handle:
             elf = RawElf(handle, debug)
@@ -122,18 +122,6 @@ def _debug_file(path: str) -> Optional[str]:
                                                     and section["sh_flags"] & SHF_COMPRESSED)
                      for name, section in elf.sections.items())
     return debug if compressed else None
-
-
-def _build_id(elf) -> Optional[str]:
-    note = elf.sections.get(".note.gnu.build-id")
-    data = note.data() if note is not None else b""
-    if len(data) < 16:
-        return None
-    namesz, descsz, kind = struct.unpack_from("<III", data, 0)
-    desc = 12 + ((namesz + 3) & ~3)
-    if kind != 3 or desc + descsz > len(data):  # NT_GNU_BUILD_ID
-        return None
-    return data[desc:desc + descsz].hex()
 
 
 def _fresh(copy: str, source: str) -> bool:

@@ -3,9 +3,10 @@ sections; ``frame_cache``: DWARF's answers per pc): where they live, the variabl
 turns one off, and writing an entry whole or not at all, keeping a bounded number."""
 
 import os
-from typing import Optional
+from typing import Dict, Optional, Tuple
 
 OFF = ("0", "off", "no", "false")
+_identities: Dict[Tuple[str, Tuple[str, ...]], str] = {}  # computed once a process
 
 
 def cache_directory(env: str, name: str) -> Optional[str]:
@@ -59,14 +60,18 @@ def reader_identity(directory: str, modules) -> str:
     """A short name for the code that computes a cache's values: the sizes and
     modification times of ``modules`` (file names in ``directory``) and Python's
     version, so that a changed reader never reads what the one before kept."""
-    import sys
-    import zlib
-    stamps = []
-    for name in modules:
-        try:
-            stat = os.stat(os.path.join(directory, name))
-            stamps.append((stat.st_size, stat.st_mtime_ns))
-        except OSError:
-            stamps.append(None)  # bytecode only: the version's own
-    stamps.append(sys.version_info[:2])
-    return f"{zlib.crc32(repr(stamps).encode()):08x}"
+    key = (directory, tuple(modules))
+    found = _identities.get(key)
+    if found is None:
+        import sys
+        import zlib
+        stamps = []
+        for name in key[1]:
+            try:
+                stat = os.stat(os.path.join(directory, name))
+                stamps.append((stat.st_size, stat.st_mtime_ns))
+            except OSError:
+                stamps.append(None)  # bytecode only: the version's own
+        stamps.append(sys.version_info[:2])
+        found = _identities[key] = f"{zlib.crc32(repr(stamps).encode()):08x}"
+    return found

@@ -16,8 +16,6 @@ cannot be written is the same as none."""
 
 import marshal
 import os
-import sys
-import zlib
 from typing import Dict, List, Optional
 
 from ..file_cache import file_identity
@@ -27,31 +25,15 @@ ENV = "JIT_UNWIND_FRAME_CACHE"
 MAX_FILES = 64
 MAX_ENTRIES = 4096
 # The modules whose answers are kept: any change to one of them is another reader.
-READER = ("dies", "dwarf", "frame_cache", "headers", "lines", "ranges", "sections",
-          "units")
+READER = ("dies.py", "dwarf.py", "frame_cache.py", "headers.py", "lines.py", "ranges.py",
+          "sections.py", "units.py")
+HERE = os.path.dirname(os.path.abspath(__file__))
 
-_reader: Optional[str] = None
 _dirty: Dict[str, "FrameCache"] = {}  # entry path -> cache, written at exit
 
 
 def cache_directory() -> Optional[str]:
     return disk_cache.cache_directory(ENV, "dwarf-frames")
-
-
-def _reader_identity() -> str:
-    global _reader
-    if _reader is None:
-        here = os.path.dirname(os.path.abspath(__file__))
-        stamps = []
-        for name in READER:
-            try:
-                stat = os.stat(os.path.join(here, name + ".py"))
-                stamps.append((stat.st_size, stat.st_mtime_ns))
-            except OSError:
-                stamps.append(None)  # bytecode only: the version's own
-        stamps.append(sys.version_info[:2])
-        _reader = f"{zlib.crc32(repr(stamps).encode()):08x}"
-    return _reader
 
 
 class FrameCache:
@@ -67,8 +49,9 @@ class FrameCache:
             return
         device, inode, size, mtime = identity
         self._directory = directory
+        reader = disk_cache.reader_identity(HERE, READER)
         self._entry = os.path.join(
-            directory, f"{device:x}-{inode:x}-{size:x}-{mtime:x}-{_reader_identity()}.frames")
+            directory, f"{device:x}-{inode:x}-{size:x}-{mtime:x}-{reader}.frames")
         try:
             with open(self._entry, "rb") as handle:
                 loaded = marshal.load(handle)

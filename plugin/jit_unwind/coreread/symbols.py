@@ -4,16 +4,15 @@ their load bias, and the separate debug file GDB would read for each (build id, 
 
 import bisect
 import itertools
-import os
 import struct
 from typing import Dict, List, Optional, Tuple
 
+from .. import debug_files
 from ..file_cache import FileCache
 from ..rawelf import RawElf
 from .image import CoreImage
 
 STT_FUNC, STT_GNU_IFUNC = 2, 10
-DEBUG_ROOT = "/usr/lib/debug"
 _SYMBOL = struct.Struct("<IBBHQQ")
 _FUNCTION_MASK = bytes(kind & 0xF in (STT_FUNC, STT_GNU_IFUNC) for kind in range(256))
 
@@ -27,10 +26,8 @@ class FileSymbols:
             elf = RawElf(handle, path)
             self.first_vaddr = min((vaddr for vaddr, _ in elf.loads), default=None)
             self.has_dwarf = ".debug_info" in elf.sections
-            self.build_id = _build_id(elf)
-            link = elf.sections.get(".gnu_debuglink")
-            self.debug_link = (link.data().split(b"\0")[0].decode("utf-8", "replace")
-                               if link is not None else None)
+            self.build_id = debug_files.build_id(elf)
+            self.debug_link = debug_files.debug_link(elf)
         self._path = path
         self._entries: Optional[List[Tuple[int, int, int]]] = None
 
@@ -95,18 +92,6 @@ def _functions(elf: RawElf, table: str, strings: str) -> Tuple[List[Tuple[int, i
     return entries, names.data()
 
 
-def _build_id(elf: RawElf) -> Optional[str]:
-    note = elf.sections.get(".note.gnu.build-id")
-    if note is None:
-        return None
-    data = note.data()
-    if len(data) < 16:
-        return None
-    namesz, descsz, _kind = struct.unpack_from("<III", data)
-    start = 12 + ((namesz + 3) & ~3)
-    return data[start:start + descsz].hex() or None
-
-
 _symbols: FileCache[Optional[FileSymbols]] = FileCache()
 
 
@@ -121,16 +106,7 @@ def separate_debug_file(path: str) -> Optional[str]:
     symbols = file_symbols(path)
     if symbols is None:
         return None
-    candidates = []
-    if symbols.build_id and len(symbols.build_id) > 2:
-        candidates.append(os.path.join(DEBUG_ROOT, ".build-id", symbols.build_id[:2],
-                                       symbols.build_id[2:] + ".debug"))
-    if symbols.debug_link:
-        directory = os.path.dirname(os.path.realpath(path))
-        candidates += [os.path.join(directory, symbols.debug_link),
-                       os.path.join(directory, ".debug", symbols.debug_link),
-                       DEBUG_ROOT + os.path.join(directory, symbols.debug_link)]
-    return next((c for c in candidates if c != path and os.path.isfile(c)), None)
+    return debug_files.separate_debug_file(path, symbols.build_id, symbols.debug_link)
 
 
 class Symbolizer:

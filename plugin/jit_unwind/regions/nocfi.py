@@ -14,23 +14,23 @@ tells whether a pc is such code.  Kept on disk between sessions (elf_facts.py).
 
 import array
 import bisect
-import sys
 import os
 import re
 import struct
 from typing import Dict, Iterable, List, Optional, Tuple
 
+from ..debug_files import by_build_id
 from ..file_cache import FileCache
 from ..leb128 import read_uleb
 from ..model import Region, RegionSource
 from ..rawelf import RawElf, file_bias, load_bias
 from ..elf_facts import kept
+from ..unwind.eh_frame_hdr import read_search_table, table_words
 
 SOURCE = RegionSource.NOCFI
 MAX_FILES = 256
 SKIPPED_SECTIONS = (".init", ".fini")
 MAX_FDES = 2_000_000  # a table larger than this is not believed
-DEBUG_ROOT = "/usr/lib/debug/.build-id"
 
 # Per file (file_cache; none claimed for a file that cannot be read): the uncovered
 # (start, end) file addresses, sorted; its PT_LOAD (vaddr, offset) pairs, for the load
@@ -163,34 +163,9 @@ def _eh_frame_ranges(elf: RawElf) -> Optional[List[Tuple[int, int]]]:
         return None
 
 
-# What every linker writes in .eh_frame_hdr: version 1, the .eh_frame pointer
-# pcrel|sdata4, the count udata4, the table datarel|sdata4.
-SEARCH_TABLE_HEADER = bytes([1, 0x1B, 0x03, 0x3B])
-
-
-def search_table(header: bytes, header_address: int, frames_address: int, limit: int
-                 ) -> Optional[Tuple[List[int], List[int]]]:
-    """(FDE starts, FDE offsets in .eh_frame), sorted by start, from .eh_frame_hdr's
-    binary search table; None for a table in another encoding or of more than ``limit``
-    entries.  Raises ValueError for a header cut short (the offsets are the caller's to
-    check against its .eh_frame)."""
-    if len(header) < 4:
-        raise ValueError("an .eh_frame_hdr cut short")
-    if header[:4] != SEARCH_TABLE_HEADER:
-        return None
-    if len(header) < 12:
-        raise ValueError("an .eh_frame_hdr cut short")
-    (count,) = struct.unpack_from("<I", header, 8)
-    if count > limit or 12 + count * 8 > len(header):
-        return None
-    table = struct.unpack_from(f"<{count * 2}i", header, 12)
-    return ([header_address + value for value in table[0::2]],
-            [header_address + value - frames_address for value in table[1::2]])
-
-
 def _ranges_from_header(header, eh_frame) -> Optional[List[Tuple[int, int]]]:
     frames = eh_frame.data()
-    index = search_table(header.data(), header["sh_addr"], eh_frame["sh_addr"], MAX_FDES)
+    index = read_search_table(header.data(), header["sh_addr"], eh_frame["sh_addr"], MAX_FDES)
     if index is None:
         return None
     # per CIE: how to read its FDEs' address range (an unpacker, its offset in the FDE)
@@ -268,37 +243,17 @@ def _debug_frame_ranges(elf: RawElf) -> List[Tuple[int, int]]:
         return []
 
 
-def _build_id(elf: RawElf) -> Optional[str]:
-    note = elf.sections.get(".note.gnu.build-id")
-    data = note.data() if note is not None else b""
-    if len(data) < 16:
-        return None
-    namesz, descsz, kind = struct.unpack_from("<III", data, 0)
-    desc = 12 + ((namesz + 3) & ~3)
-    if kind != 3 or desc + descsz > len(data):  # NT_GNU_BUILD_ID
-        return None
-    return data[desc:desc + descsz].hex()
-
-
-def _debug_file(elf: RawElf) -> Optional[str]:
-    """Where the separate debug file of ``elf`` is looked for (by build id)."""
-    build_id = _build_id(elf)
-    if not build_id or len(build_id) < 4:
-        return None
-    return os.path.join(DEBUG_ROOT, build_id[:2], build_id[2:] + ".debug")
-
-
 def _debug_files(path: str) -> List[str]:
     """The other files ``path``'s gaps depend on: its separate debug file, there or
     not (one installed later covers more)."""
     with open(path, "rb") as handle:
-        debug = _debug_file(RawElf(handle, path))
+        debug = by_build_id(RawElf(handle, path))
     return [debug] if debug else []
 
 
 def _separate_debug_frame_ranges(elf: RawElf) -> List[Tuple[int, int]]:
     """FDEs of the separate debug file found by build id, which the debugger reads too."""
-    path = _debug_file(elf)
+    path = by_build_id(elf)
     if path is None or not os.path.exists(path):
         return []
     try:
@@ -335,7 +290,7 @@ class _FdeIndex:
             frames = elf.sections.get(".eh_frame")
             if elf.machine != 62 or header is None or frames is None:
                 return
-            table = _raw_search_table(header.data(), MAX_FDES)
+            table = _search_table_words(header.data())
             if table is not None:
                 self.starts, self.offsets = table[0::2], table[1::2]
                 self.base, self.frames_address = header["sh_addr"], frames["sh_addr"]
@@ -380,19 +335,13 @@ class _FdeIndex:
         return self._readers[cie]
 
 
-def _raw_search_table(header: bytes, limit: int) -> Optional[array.array]:
-    """.eh_frame_hdr's binary search table as its (start, FDE) pairs of 32-bit words,
-    as search_table reads it; None where that gives None or raises."""
-    if len(header) < 12 or header[:4] != SEARCH_TABLE_HEADER:
+def _search_table_words(header: bytes) -> Optional[array.array]:
+    """.eh_frame_hdr's search table as its words (``table_words``); None where that
+    gives None or raises."""
+    try:
+        return table_words(header, MAX_FDES)
+    except ValueError:
         return None
-    (count,) = struct.unpack_from("<I", header, 8)
-    if count > limit or 12 + count * 8 > len(header):
-        return None
-    table = array.array("i")
-    table.frombytes(header[12:12 + count * 8])
-    if sys.byteorder == "big":
-        table.byteswap()
-    return table
 
 
 # Per file: its .eh_frame_hdr search table

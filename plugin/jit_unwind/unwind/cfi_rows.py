@@ -17,7 +17,7 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from ..leb128 import read_sleb, read_uleb
 from ..rawelf import RawElf
-from ..regions.nocfi import search_table as read_search_table
+from .eh_frame_hdr import read_search_table
 
 MAX_INSTRUCTIONS = 100_000  # in one CIE or FDE: a bound against garbage
 MAX_STATES = 64  # remembered with DW_CFA_remember_state
@@ -71,8 +71,8 @@ class _Cie(NamedTuple):
 def search_table(header: bytes, header_address: int, frames_address: int,
                  frames_size: int) -> Optional[Tuple[List[int], List[int]]]:
     """(FDE starts, FDE offsets in .eh_frame), sorted by start, from .eh_frame_hdr's
-    binary search table (regions/nocfi.py reads it); None for a table in another
-    encoding, cut short, or pointing outside ``.eh_frame``."""
+    binary search table (``eh_frame_hdr``); None for a table in another encoding, cut
+    short, or pointing outside ``.eh_frame``."""
     try:
         index = read_search_table(header, header_address, frames_address, MAX_FDES)
     except ValueError:

@@ -1,0 +1,68 @@
+"""Where a file's separate debug file is, as GDB looks for it: by build ID
+(``/usr/lib/debug/.build-id/xx/yyy.debug``), then by the name its ``.gnu_debuglink``
+gives (beside the file, in ``.debug/`` there, under ``/usr/lib/debug``).  Only the
+file's headers, build ID note and debug link are read: no symbol table."""
+
+import os
+import struct
+from typing import List, Optional
+
+from .rawelf import RawElf
+
+DEBUG_ROOT = "/usr/lib/debug"
+NT_GNU_BUILD_ID = 3
+
+
+def build_id(elf: RawElf) -> Optional[str]:
+    """The build ID of ``elf`` in hex; None without a well-formed one."""
+    note = elf.sections.get(".note.gnu.build-id")
+    data = note.data() if note is not None else b""
+    if len(data) < 16:
+        return None
+    namesz, descsz, kind = struct.unpack_from("<III", data, 0)
+    desc = 12 + ((namesz + 3) & ~3)
+    if kind != NT_GNU_BUILD_ID or desc + descsz > len(data):
+        return None
+    return data[desc:desc + descsz].hex() or None
+
+
+def debug_link(elf: RawElf) -> Optional[str]:
+    """The file name ``elf``'s ``.gnu_debuglink`` gives; None without one."""
+    link = elf.sections.get(".gnu_debuglink")
+    if link is None:
+        return None
+    return link.data().split(b"\0")[0].decode("utf-8", "replace")
+
+
+def build_id_file(identity: Optional[str]) -> Optional[str]:
+    """Where the debug file of build ID ``identity`` would be, there or not; None for
+    none (or one too short to split into directory and name)."""
+    if not identity or len(identity) < 4:
+        return None
+    return os.path.join(DEBUG_ROOT, ".build-id", identity[:2], identity[2:] + ".debug")
+
+
+def by_build_id(elf: RawElf) -> Optional[str]:
+    """Where ``elf``'s debug file found by build ID would be, there or not."""
+    return build_id_file(build_id(elf))
+
+
+def candidates(path: str, identity: Optional[str], link: Optional[str]) -> List[str]:
+    """Where GDB looks for the debug file of ``path`` (build ID ``identity``, debug
+    link ``link``), in its order."""
+    found = []
+    by_id = build_id_file(identity)
+    if by_id is not None:
+        found.append(by_id)
+    if link:
+        directory = os.path.dirname(os.path.realpath(path))
+        found += [os.path.join(directory, link), os.path.join(directory, ".debug", link),
+                  DEBUG_ROOT + os.path.join(directory, link)]
+    return found
+
+
+def separate_debug_file(path: str, identity: Optional[str],
+                        link: Optional[str]) -> Optional[str]:
+    """The first of the ``candidates`` that is a file (``path`` itself is not)."""
+    return next((candidate for candidate in candidates(path, identity, link)
+                 if candidate != path and os.path.isfile(candidate)), None)
