@@ -179,21 +179,34 @@ def symbol_address(mappings: Iterable[Mapping], name: str,
     """Run-time address of the defined symbol ``name`` in the first mapped file that
     exports it, found through the files' hash tables (a few reads per file).
 
-    ``full_tables`` also searches each ``.symtab`` (names that are not exported): a
-    scan of the whole string table, tens of ms for a large file, so only for names
-    worth it."""
+    ``full_tables`` also searches each ``.symtab`` (names that are not exported), and
+    a stripped file's separate debug file's (where GDB finds its minimal symbols): a
+    scan of the whole string table, kept on disk per file, so only for names worth it."""
     files = []  # opened as far as needed: the program's own file often has the name
     for path, exports, bias in _mapped_files(mappings):
-        files.append((path, bias))
+        files.append((path, exports, bias))
         value = exports.value(name)
         if value is not None:
             return value + bias
     if full_tables:
-        for path, bias in files:
+        for path, _exports, bias in files:
             value = symtab_value(path, name)
             if value is not None:
                 return value + bias
+        for path, exports, bias in files:
+            if ".symtab" in exports.sections:  # not stripped: its own table was searched
+                continue
+            debug_file = _debug_file(path)
+            value = symtab_value(debug_file, name) if debug_file else None
+            if value is not None:
+                return value + bias  # a debug file keeps its file's addresses
     return None
+
+
+def _debug_file(path: str) -> Optional[str]:
+    """The separate debug file GDB reads for ``path`` (build id, then debug link)."""
+    from .coreread.symbols import separate_debug_file
+    return separate_debug_file(path)
 
 
 def section_address(mappings: Iterable[Mapping], section_name: str) -> Optional[int]:
