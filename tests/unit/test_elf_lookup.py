@@ -141,3 +141,12 @@ def test_a_stripped_files_name_is_found_in_its_debug_file(tmp_path, monkeypatch)
     assert symbol_address(mappings, "__jit_debug_descriptor") is None  # not exported
     assert symbol_address(mappings, "__jit_debug_descriptor",
                           full_tables=True) == bias + value
+    # The debug files the debugger read, when it lists them (by a path through a
+    # symlink here), instead of those found beside the file.
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path)
+    read = {str(link / "prog"): str(debug)}
+    assert symbol_address(mappings, "__jit_debug_descriptor", full_tables=True,
+                          debug_files=read) == bias + value
+    assert symbol_address(mappings, "__jit_debug_descriptor", full_tables=True,
+                          debug_files={}) is None
