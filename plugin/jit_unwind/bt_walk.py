@@ -2,6 +2,8 @@
 frame says.  The adapter only decorates and fetches frames (callbacks); the rules are
 here, so that ``bt`` and ``py-mixed-bt`` (``stack.walk``) end a walk alike."""
 
+from __future__ import annotations
+
 from typing import Callable, Iterator, Optional, Tuple, TypeVar
 
 from .debugger import Frame

@@ -8,7 +8,7 @@ words (why a stack walk ended), it raises :class:`DebuggerError` with them.  Fra
 valid until the process runs again: never keep one across stops.
 """
 
-from typing import List, NamedTuple, Optional, Tuple
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from .arch import X86_64, Architecture
 from .model import Mapping
@@ -141,6 +141,11 @@ class Process:
     def module_paths(self) -> List[str]:
         """Paths of the object files the debugger has loaded."""
         raise NotImplementedError
+
+    def separate_debug_files(self) -> Optional[Dict[str, str]]:
+        """Path of each loaded object file -> the separate debug file the debugger read
+        for it; None when the debugger does not say (the caller finds them itself)."""
+        return None
 
     def threads(self) -> List[Thread]:
         """Every thread, by number."""

@@ -5,6 +5,8 @@ debugger prints itself, and much faster: GDB prints every frame through a frame 
 as slowly as it unwinds it, LLDB rebuilds frame providers at every stop.  The adapters
 ask here and keep the debugger's own frames when the answer is no."""
 
+from __future__ import annotations
+
 from typing import Callable, Optional, Sequence
 
 from .debugger import DebuggerError, Frame

@@ -6,6 +6,7 @@ through the expression evaluator may need the very frame being unwound) or impos
 mappings say where each file is loaded.
 """
 
+import os
 import struct
 from typing import Dict, Iterable, List, Optional, Tuple
 
@@ -174,26 +175,44 @@ def _mapped_files(mappings: Iterable[Mapping]):
             yield path, exports, bias
 
 
-def symbol_address(mappings: Iterable[Mapping], name: str,
-                   full_tables: bool = False) -> Optional[int]:
+def symbol_address(mappings: Iterable[Mapping], name: str, full_tables: bool = False,
+                   debug_files: Optional[Dict[str, str]] = None) -> Optional[int]:
     """Run-time address of the defined symbol ``name`` in the first mapped file that
     exports it, found through the files' hash tables (a few reads per file).
 
-    ``full_tables`` also searches each ``.symtab`` (names that are not exported): a
-    scan of the whole string table, tens of ms for a large file, so only for names
-    worth it."""
+    ``full_tables`` also searches each ``.symtab`` (names that are not exported), and
+    a stripped file's separate debug file's (where GDB finds its minimal symbols): a
+    scan of the whole string table, kept on disk per file, so only for names worth it.
+    ``debug_files``: each file's debug file as the debugger read it (else found here)."""
     files = []  # opened as far as needed: the program's own file often has the name
     for path, exports, bias in _mapped_files(mappings):
-        files.append((path, bias))
+        files.append((path, exports, bias))
         value = exports.value(name)
         if value is not None:
             return value + bias
     if full_tables:
-        for path, bias in files:
+        if debug_files is not None:  # the debugger's names may go through symlinks
+            debug_files = {os.path.realpath(path): debug_file
+                           for path, debug_file in debug_files.items()}
+        for path, _exports, bias in files:
             value = symtab_value(path, name)
             if value is not None:
                 return value + bias
+        for path, exports, bias in files:
+            if ".symtab" in exports.sections:  # not stripped: its own table was searched
+                continue
+            debug_file = (debug_files.get(path) if debug_files is not None
+                          else _debug_file(path))
+            value = symtab_value(debug_file, name) if debug_file else None
+            if value is not None:
+                return value + bias  # a debug file keeps its file's addresses
     return None
+
+
+def _debug_file(path: str) -> Optional[str]:
+    """The separate debug file GDB reads for ``path`` (build id, then debug link)."""
+    from .coreread.symbols import separate_debug_file
+    return separate_debug_file(path)
 
 
 def section_address(mappings: Iterable[Mapping], section_name: str) -> Optional[int]:

@@ -6,6 +6,8 @@ strategy applies, and when ours stand back for the debugger's rules, is decided 
 Imported once JIT code is met: it loads every strategy.
 """
 
+from __future__ import annotations
+
 from typing import Callable, FrozenSet, Optional
 
 from .arch import X86_64, Architecture

@@ -1,5 +1,7 @@
 """Names for JIT frames: the perf map's or runtime's name, else the region and offset."""
 
+from __future__ import annotations
+
 from typing import Optional
 
 from .regions import RegionMap

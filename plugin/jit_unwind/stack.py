@@ -4,6 +4,8 @@ runs, its name, what our unwinder said about it, and one thread's walk.
 Everything here reads the per-stop cache (``session.StopCache``) the unwinder filled, so
 ``bt`` and ``py-mixed-bt`` name and mark frames the same way."""
 
+from __future__ import annotations
+
 from typing import List, Optional, Tuple
 
 from .debugger import DebuggerError, Frame, Thread

@@ -116,3 +116,37 @@ def test_exported_values_of_each_hash_style(tmp_path, style):
     assert (exports._gnu is not None) == (style == "gnu")
     _assert_exports_agree(library, ["exported_value", "exported_function"])
     assert exports.value("hidden") is None
+
+
+def test_a_stripped_files_name_is_found_in_its_debug_file(tmp_path, monkeypatch):
+    """GDB's JIT interface finds ``__jit_debug_descriptor`` among minimal symbols, which
+    include a stripped file's separate debug file's .symtab (here through its
+    .gnu_debuglink): the plugin looks there too, and not in the debugger's debug info."""
+    from jit_unwind.elf_lookup import symbol_address
+    from jit_unwind.model import Mapping
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    source = tmp_path / "prog.c"
+    source.write_text("struct { int version; } __jit_debug_descriptor = { 1 };\n"
+                      "int main(void) { return __jit_debug_descriptor.version; }\n")
+    program, debug = tmp_path / "prog", tmp_path / "prog.debug"
+    subprocess.run(["gcc", "-g", "-O0", "-o", str(program), str(source)], check=True)
+    value = _defined(program)["__jit_debug_descriptor"]
+    subprocess.run(["objcopy", "--only-keep-debug", str(program), str(debug)], check=True)
+    subprocess.run(["strip", "--strip-all", str(program)], check=True)
+    bias = 0x555555554000
+    mappings = [Mapping(bias, bias + 0x1000, "r--p", str(program), 0)]
+    assert symbol_address(mappings, "__jit_debug_descriptor", full_tables=True) is None
+    subprocess.run(["objcopy", f"--add-gnu-debuglink={debug}", str(program)],
+                   cwd=tmp_path, check=True)
+    assert symbol_address(mappings, "__jit_debug_descriptor") is None  # not exported
+    assert symbol_address(mappings, "__jit_debug_descriptor",
+                          full_tables=True) == bias + value
+    # The debug files the debugger read, when it lists them (by a path through a
+    # symlink here), instead of those found beside the file.
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path)
+    read = {str(link / "prog"): str(debug)}
+    assert symbol_address(mappings, "__jit_debug_descriptor", full_tables=True,
+                          debug_files=read) == bias + value
+    assert symbol_address(mappings, "__jit_debug_descriptor", full_tables=True,
+                          debug_files={}) is None

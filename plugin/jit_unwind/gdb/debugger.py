@@ -6,7 +6,7 @@ message where the core shows it.  A GdbFrame lives for one stop only.
 
 import contextlib
 import re
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 import gdb
 
@@ -248,6 +248,16 @@ class GdbProcess(Process):
 
     def module_paths(self) -> List[str]:
         return [objfile.filename or "" for objfile in gdb.objfiles()]
+
+    def separate_debug_files(self) -> Optional[Dict[str, str]]:
+        # The objfiles GDB read for others (Objfile.owner): where its minimal symbols
+        # come from, listed without opening a file.
+        found = {}
+        for objfile in gdb.objfiles():
+            owner = objfile.owner
+            if owner is not None and owner.filename and objfile.filename:
+                found[owner.filename] = objfile.filename
+        return found
 
     def threads(self) -> List[Thread]:
         try:

@@ -77,12 +77,14 @@ def _same(before, now) -> bool:
 
 def jit_interface_regions(process, mappings) -> List[Region]:
     """Object files registered through GDB's JIT interface (listed, left to GDB)."""
-    # Exported; else (an executable without -rdynamic) in a .symtab, read once and kept
-    # on disk; else the debugger's debug info, whose search for a name the program lacks
-    # cost GDB ~25 ms of the first bt (LuaJIT, libc's debug file loaded).
-    descriptor = symbol_address(mappings, "__jit_debug_descriptor", full_tables=True)
-    if descriptor is None:
-        descriptor = process.symbol_address("__jit_debug_descriptor")
+    # Where GDB's own JIT interface looks, its minimal symbols: exported, else (an
+    # executable without -rdynamic) in a .symtab or a stripped file's debug file's (those
+    # the debugger read, when it says), read once and kept on disk.  Never the debugger's
+    # debug info: GDB's search of it for a name the program lacks cost ~25 ms of the
+    # first bt (LuaJIT, libc's debug file loaded), and a descriptor GDB cannot find
+    # registers nothing for it either.
+    descriptor = symbol_address(mappings, "__jit_debug_descriptor", full_tables=True,
+                                debug_files=process.separate_debug_files())
     if descriptor is None:
         return []
     return read_jit_interface(process.memory, descriptor)

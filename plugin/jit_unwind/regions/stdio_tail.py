@@ -9,6 +9,8 @@ field offsets below are those of glibc's public ``struct _IO_FILE`` on x86-64, a
 that has not changed since glibc 2.1.  Only read, never written; every loop bounded.
 """
 
+from __future__ import annotations
+
 from typing import List
 
 from ..target import Memory

@@ -10,6 +10,8 @@ its prologue decoded from the function's first byte gives both depths.  The resu
 checked: the slot the prologue puts the caller's own return address in must hold one.
 """
 
+from __future__ import annotations
+
 from typing import Optional
 
 from .context import UnwindContext

@@ -8,6 +8,8 @@ registers saved at CFA + offset, or unchanged); DWARF expressions end the walk. 
 are read by ``cfi_rows`` when first needed, tables kept per file (``FileCache``).
 """
 
+from __future__ import annotations
+
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from ..arch import X86_64, Architecture

@@ -1,5 +1,7 @@
 """What every unwind strategy gets: one frame's pc and sp, memory, regions, registers."""
 
+from __future__ import annotations
+
 from typing import Callable, Dict, Iterator, Optional, Tuple
 
 from ..arch import X86_64, Architecture

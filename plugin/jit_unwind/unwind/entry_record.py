@@ -7,6 +7,8 @@ pointing right after a call inside JIT code whose function, decoded, pushes call
 registers.  The trampoline is the caller; its own unwind restores what it pushed.
 """
 
+from __future__ import annotations
+
 from typing import Optional
 
 from ..model import UnwindMethod, Unwound

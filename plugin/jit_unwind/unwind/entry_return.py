@@ -16,6 +16,8 @@ debugger's own CFI of the function restores what it pushed.  Nothing else is pas
 through: the trace keeps no callee-saved register but rbp.
 """
 
+from __future__ import annotations
+
 from typing import Optional
 
 from ..model import UnwindMethod, Unwound

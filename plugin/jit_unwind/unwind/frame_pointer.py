@@ -1,6 +1,8 @@
 """Unwind a JIT frame that keeps a frame pointer: [fp] = caller's fp, [fp+8] = return
 (rbp on x86-64, x29 on aarch64: the same frame record)."""
 
+from __future__ import annotations
+
 from typing import Optional
 
 from ..model import UnwindMethod, Unwound

@@ -7,6 +7,8 @@ there), and the row for the pc is evaluated by :func:`cfi.caller_registers`.  Re
 come from the region map (``unwind_records``), already checked against memory.
 """
 
+from __future__ import annotations
+
 from typing import Dict, List, Optional, Tuple
 
 from ..model import UnwindMethod, Unwound

@@ -5,6 +5,8 @@ trampolines and shims found by searching backwards for a function start
 (``prologue-search``): CPython's perf trampolines, entry trampolines of other JITs.
 """
 
+from __future__ import annotations
+
 from typing import Optional, Tuple
 
 from ..model import CodeKind, UnwindMethod, Unwound

@@ -18,6 +18,8 @@ registers' offsets from its base (from the runtime's source, checked against the
 disassembly of the runtime on the machine: docs/runtimes.md).
 """
 
+from __future__ import annotations
+
 from typing import Optional, Tuple
 
 from ..elf_lookup import symbol_address

@@ -1,5 +1,7 @@
 """Last resort: the first word above sp that looks like a return address.  A guess."""
 
+from __future__ import annotations
+
 from typing import Dict, Optional
 
 from ..model import UnwindMethod, Unwound

@@ -1,5 +1,7 @@
 """Unwind one JIT frame: try each strategy in order, keep the first answer."""
 
+from __future__ import annotations
+
 from typing import Callable, Dict, List, Optional, Tuple
 
 from ..model import UnwindMethod, Unwound

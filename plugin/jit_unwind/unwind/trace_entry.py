@@ -11,6 +11,8 @@ as the compiler reports the dead variable elsewhere (3.13's build: ``<optimized 
 the reader falls back to the thread state's current frame, where the walk is complete.
 """
 
+from __future__ import annotations
+
 from ..records import replace
 from typing import FrozenSet
 
