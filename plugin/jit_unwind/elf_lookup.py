@@ -211,8 +211,14 @@ def symbol_address(mappings: Iterable[Mapping], name: str, full_tables: bool = F
 
 def _debug_file(path: str) -> Optional[str]:
     """The separate debug file GDB reads for ``path`` (build id, then debug link)."""
-    from .coreread.symbols import separate_debug_file
-    return separate_debug_file(path)
+    from . import debug_files
+    try:
+        with open(path, "rb") as handle:
+            elf = RawElf(handle, path)
+            identity, link = debug_files.build_id(elf), debug_files.debug_link(elf)
+    except (OSError, ValueError, struct.error):
+        return None
+    return debug_files.separate_debug_file(path, identity, link)
 
 
 def section_address(mappings: Iterable[Mapping], section_name: str) -> Optional[int]:
