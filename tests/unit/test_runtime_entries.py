@@ -17,7 +17,7 @@ import subprocess
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from jit_unwind.debugger import Frame, Process, Symbol
+from jit_unwind.debugger import Process, Symbol
 from jit_unwind.frame_unwind import unwind_nocfi_code
 from jit_unwind.model import UnwindMethod
 from jit_unwind.regions import Mapping, RegionMap
@@ -25,6 +25,8 @@ from jit_unwind.regions.nocfi import function_at
 from jit_unwind.session import StopCache
 from jit_unwind.target import BytesMemory
 from jit_unwind.thread_walk import ThreadWalk
+
+from .test_thread_walk import InputFrame
 
 # The native caller keeps a frame pointer and calls the entry code; the entry code
 # saves the caller's registers as V8's JSEntry does (rbp, the frame type marker, the
@@ -166,24 +168,6 @@ def test_entry_code_in_a_second_mapping_of_its_file_is_known_by_its_symbol(libra
         assert result.saved == {"rbp": STACK + 0x800, **CALLER}
 
 
-class _JitFrame(Frame):
-    """The debugger's only frame: JIT code that keeps a frame pointer, stopped."""
-
-    def __init__(self, pc, sp, registers):
-        self._pc, self._sp, self.registers = pc, sp, {"rip": pc, "rsp": sp, **registers}
-
-    level = property(lambda self: 0)
-
-    def pc(self):
-        return self._pc
-
-    def sp(self):
-        return self._sp
-
-    def register(self, name):
-        return self.registers.get(name)
-
-
 class _Process(Process):
     """A debugger that knows the library's own mapping as a module, not the copy."""
 
@@ -249,7 +233,8 @@ def test_the_shared_walk_resumes_at_the_entry_record_in_a_second_mapping(library
     memory = BytesMemory({library.text_start: library.code, COPY: library.code,
                           JIT: jit_code, STACK: bytes(stack)})
     cache = StopCache(_Process(library, memory))
-    frame = _JitFrame(JIT + 6, jit_rbp - 8, {"rbp": jit_rbp, **CLOBBERED})
+    # the debugger's only frame: JIT code that keeps a frame pointer, stopped
+    frame = InputFrame(0, JIT + 6, jit_rbp - 8, rbp=jit_rbp, **CLOBBERED)
     steps = ThreadWalk(cache, [frame]).run()
     listing = [(step.index, hex(step.pc or 0), step.jit, step.note) for step in steps]
     assert [step.pc for step in steps] == [
