@@ -139,13 +139,8 @@ class LineTable:
         at = self._at
         address, file, line, is_stmt = self._registers
         # _add's state, mirrored in locals (written back around each call of _add)
-        current, last_file = self._current, self._last_file
-        last_address, stmt_at = self._last_address, self._stmt_at_address
-        # the table of the file of the last row, and it again while rows stay in that file
-        last_rows = current.tables[last_file] \
-            if current is not None and last_file is not None else None
-        rows = last_rows if file == last_file else None
-        top = current.last if current is not None else 0
+        current, last_file, last_address, stmt_at, last_rows, rows, top = \
+            self._state_locals(file)
         hit: Optional[Sequence] = None  # the sequence decoded past the pc
         while at < size:
             op = data[at]
@@ -249,17 +244,10 @@ class LineTable:
                 if address > top:
                     top = address
             else:
-                if current is not None:
-                    current.last = top
-                self._current, self._last_file = current, last_file
-                self._last_address, self._stmt_at_address = last_address, stmt_at
+                self._keep_locals(current, last_file, last_address, stmt_at, top)
                 self._add(address, file, line, is_stmt, end)
-                current, last_file = self._current, self._last_file
-                last_address, stmt_at = self._last_address, self._stmt_at_address
-                last_rows = current.tables[last_file] \
-                    if current is not None and last_file is not None else None
-                rows = last_rows if file == last_file else None
-                top = current.last if current is not None else 0
+                current, last_file, last_address, stmt_at, last_rows, rows, top = \
+                    self._state_locals(file)
             if end:  # (_add ended the sequence: the locals were read again)
                 address, file, line, is_stmt = 0, 1, 1, default_is_stmt
                 if self.sequences[-1].holds(pc):
@@ -268,12 +256,29 @@ class LineTable:
             elif address > pc and current is not None and current.start <= pc:
                 hit = current
                 break
-        if current is not None:
-            current.last = top
-        self._last_file, self._last_address = last_file, last_address
-        self._stmt_at_address = stmt_at
+        self._keep_locals(current, last_file, last_address, stmt_at, top)
         self._at, self._registers = at, (address, file, line, is_stmt)
         return hit.row_at(pc) if hit is not None else None
+
+    def _state_locals(self, file: int):
+        """_add's state as the decoding loop keeps it in locals: the current sequence,
+        the last row's file, address and is_stmt-at-address, that file's table, the
+        table rows of ``file`` go to while they stay in that file (else None), and the
+        highest address of the sequence so far."""
+        current, last_file = self._current, self._last_file
+        last_rows = current.tables[last_file] \
+            if current is not None and last_file is not None else None
+        return (current, last_file, self._last_address, self._stmt_at_address, last_rows,
+                last_rows if file == last_file else None,
+                current.last if current is not None else 0)
+
+    def _keep_locals(self, current, last_file: Optional[int], last_address: int,
+                     stmt_at: bool, top: int) -> None:
+        """The loop's locals written back where _add (and the next decode) reads them."""
+        if current is not None:
+            current.last = top
+        self._current, self._last_file = current, last_file
+        self._last_address, self._stmt_at_address = last_address, stmt_at
 
 
 def _end_marker(found: List[Row], address: int) -> None:
