@@ -10,27 +10,15 @@ import subprocess
 
 import pytest
 
-from tests.jit_python import fixture_python
+from tests.e2e.test_cli import jit_core  # noqa: F401  (a 3.14 JIT core, three threads)
 from tests.lldb_driver import LLDB_INIT
-from tests.python_expect import SCRIPTS
-from tests.support import GDB_BINARIES, REPO, run_gdb
+from tests.support import REPO
 
 LLDB = REPO / ".venv" / "bin" / "lldb"
 
 
-@pytest.fixture(scope="module")
-def jit_core(tmp_path_factory):
-    python = fixture_python("3.14")
-    core = tmp_path_factory.mktemp("batch") / "jit.core"
-    output = run_gdb(GDB_BINARIES["gdb13"], ["set environment PYTHON_JIT=1", "run",
-                                             f"gcore {core}"],
-                     [python, SCRIPTS / "jit_scenarios.py", "threads"], plugin=False)
-    assert core.exists(), output
-    return python, core
-
-
 @pytest.mark.parametrize("command", ["bt all", "py-mixed-bt --all-threads"])
-def test_import_after_the_core_then_a_command(jit_core, command):
+def test_import_after_the_core_then_a_command(jit_core, command):  # noqa: F811
     python, core = jit_core
     for _ in range(3):
         result = subprocess.run(
