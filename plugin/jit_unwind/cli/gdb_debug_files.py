@@ -15,7 +15,9 @@ import os
 import struct
 from typing import List, Optional
 
+from ..coreread.disk_cache import cache_directory
 from ..debug_files import DEBUG_ROOT, by_build_id
+from ..elf_notes import NT_FILE, PT_NOTE, file_entries, note_bodies, program_headers
 from ..rawelf import RawElf
 
 ENV = "JIT_UNWIND_DEBUG_FILE_CACHE"
@@ -23,19 +25,20 @@ MAX_FILES = 32  # copies kept; the least recently made go first
 SHF_COMPRESSED = 0x800
 
 
-def cache_root() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "jit-unwind", "gdb-debug-files")
+def cache_root() -> Optional[str]:
+    """Where the copies are, None when ``JIT_UNWIND_DEBUG_FILE_CACHE`` turns them off."""
+    return cache_directory(ENV, "gdb-debug-files")
 
 
 def gdb_options(core: str, executable: str) -> List[str]:
     """GDB's ``-iex`` options that put the decompressed copies of the core's libraries'
     debug files first (made now where missing); [] when there are none or the cache is
     off."""
-    if os.environ.get(ENV, "").strip().lower() in ("0", "off", "no", "false"):
+    root = cache_root()
+    if root is None:
         return []
     try:
-        root = _prepare(core, executable)
+        root = _prepare(core, executable, root)
     except Exception:  # a cache is a bonus: GDB reads the originals
         return []
     if root is None or ":" in root:  # GDB's list of directories is colon-separated
@@ -48,12 +51,11 @@ def gdb_options(core: str, executable: str) -> List[str]:
     return ["-iex", command]
 
 
-def _prepare(core: str, executable: str) -> Optional[str]:
+def _prepare(core: str, executable: str, root: str) -> Optional[str]:
     import shutil
     objcopy = shutil.which("objcopy")
     if objcopy is None:
         return None
-    root = cache_root()
     found = False
     for path in sorted(set(mapped_files(core)) | {executable}):
         source = _debug_file(path)
@@ -66,41 +68,23 @@ def _prepare(core: str, executable: str) -> Optional[str]:
 
 
 def mapped_files(core: str) -> List[str]:
-    """The files a core's NT_FILE note lists ([] without one), read with struct: the
-    core reader's model and region modules are ~10 ms of imports for this run."""
+    """The files a core's NT_FILE note lists ([] without one), from its program headers
+    and notes alone: the core reader's model and region modules are ~10 ms of imports
+    for this run."""
     with open(core, "rb") as handle:
-        header = handle.read(64)
-        if len(header) < 64 or header[:4] != b"\x7fELF" or header[4:6] != b"\x02\x01":
+        try:
+            headers = program_headers(handle)
+        except ValueError:
             return []
-        phoff = struct.unpack_from("<Q", header, 32)[0]
-        phentsize, phnum = struct.unpack_from("<HH", header, 54)
-        handle.seek(phoff)
-        table = handle.read(phentsize * phnum)
-        for index in range(min(phnum, len(table) // max(phentsize, 1))):
-            kind, _flags, offset, _vaddr, _paddr, size = struct.unpack_from(
-                "<IIQQQQ", table, index * phentsize)
-            if kind != 4:  # PT_NOTE
+        for kind, _flags, offset, _vaddr, _paddr, size, _memsz, _align in headers:
+            if kind != PT_NOTE:
                 continue
             handle.seek(offset)
-            files = _file_note(handle.read(min(size, 1 << 24)))
-            if files is not None:
-                return files
+            for note, body in note_bodies(handle.read(min(size, 1 << 24))):
+                if note == NT_FILE:
+                    return sorted({path for _start, _end, path, _offset in file_entries(body)
+                                   if path})
     return []
-
-
-def _file_note(notes: bytes) -> Optional[List[str]]:
-    """The names of the NT_FILE note among ``notes``, None when there is none."""
-    position = 0
-    while position + 12 <= len(notes):
-        namesz, descsz, kind = struct.unpack_from("<III", notes, position)
-        desc = position + 12 + ((namesz + 3) & ~3)
-        if kind == 0x46494C45:  # NT_FILE: count, page size, count (start, end, offset)
-            body = notes[desc:desc + descsz]
-            count = struct.unpack_from("<Q", body, 0)[0] if len(body) >= 8 else 0
-            names = body[16 + 24 * count:].split(b"\0")[:count]
-            return sorted({name.decode("utf-8", "replace") for name in names if name})
-        position = desc + ((descsz + 3) & ~3)
-    return None
 
 
 def _debug_file(path: str) -> Optional[str]:

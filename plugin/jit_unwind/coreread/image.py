@@ -10,8 +10,9 @@ import struct
 from typing import Dict, List, Optional
 
 from ..regions.core_link_map import mapped_files
-from ..regions.corefile import (PT_LOAD, PT_NOTE, NT_AUXV, NT_FILE, _file_entries,
-                                _note_bodies, _program_headers, auxv_pairs)
+from ..elf_notes import (NT_AUXV, NT_FILE, PT_LOAD, PT_NOTE, file_entries, note_bodies,
+                         program_headers)
+from ..regions.corefile import auxv_pairs
 
 NT_PRSTATUS, NT_PRPSINFO = 1, 3
 PRPSINFO_PID = 24  # pr_pid in x86-64's struct elf_prpsinfo
@@ -81,7 +82,7 @@ class CoreImage:
         self.threads: List[ThreadRegisters] = []
         self.pid: Optional[int] = None  # the process's, from NT_PRPSINFO
         with open(self.path, "rb") as handle:
-            headers = _program_headers(handle)
+            headers = program_headers(handle)
             handle.seek(18)
             self.machine = struct.unpack("<H", handle.read(2))[0]
         self.layout = REGISTER_LAYOUTS.get(self.machine, USER_REGS)
@@ -100,7 +101,7 @@ class CoreImage:
         self._file_starts = [f.start for f in self.files]
 
     def _notes(self, data: bytes) -> None:
-        for kind, body in _note_bodies(data):
+        for kind, body in note_bodies(data):
             layout = self.layout
             if kind == NT_PRSTATUS and len(body) >= PR_REG + 8 * len(layout):
                 values = struct.unpack_from(f"<{len(layout)}Q", body, PR_REG)
@@ -112,7 +113,7 @@ class CoreImage:
                 self.auxv = body
             elif kind == NT_FILE:
                 self.files += [FileMapping(start, end, path, offset)
-                               for start, end, path, offset in _file_entries(body)]
+                               for start, end, path, offset in file_entries(body)]
 
     def _read(self, address: int, size: int) -> Optional[bytes]:
         segment = self.segment_at(address)

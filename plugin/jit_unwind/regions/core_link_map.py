@@ -13,6 +13,7 @@ import os
 import struct
 from typing import Callable, List, Optional, Sequence, Tuple
 
+from ..elf_notes import program_headers
 from ..file_cache import FileCache
 
 AT_PHDR, AT_ENTRY, AT_BASE, AT_EXECFN = 3, 9, 7, 31
@@ -43,9 +44,8 @@ class _ElfFile:
 
 
 def _load(path: str) -> _ElfFile:
-    from .corefile import _program_headers  # corefile imports this module
     with open(path, "rb") as handle:
-        headers = _program_headers(handle)
+        headers = program_headers(handle)
         handle.seek(24)
         entry = struct.unpack("<Q", handle.read(8))[0]
         interp = b""

@@ -11,7 +11,8 @@ from ..records import field, record
 from typing import List, Optional, Sequence, Tuple
 
 from ..file_cache import FileCache
-from .corefile import PT_LOAD, _core_notes, _program_headers, core_file_list
+from ..elf_notes import PT_LOAD, program_headers
+from .corefile import _core_notes, core_file_list
 
 
 @record(frozen=True)
@@ -42,7 +43,7 @@ class Truncation:
 def _read(path: str) -> Optional[Truncation]:
     size = os.path.getsize(path)
     with open(path, "rb") as handle:
-        headers = _program_headers(handle)
+        headers = program_headers(handle)
         files, auxv = _core_notes(handle, headers, size)
         if not files and _cut_short(headers, size):
             files = core_file_list(handle, headers, auxv)

@@ -8,8 +8,10 @@ one: core_link_map finds the files from the auxv and the dynamic linker's list).
 
 import bisect
 import struct
-from typing import Iterator, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
+from ..elf_notes import (NT_AUXV, NT_FILE, PT_LOAD, PT_NOTE, file_entries, note_bodies,
+                         program_headers)
 from ..file_cache import FileCache
 from ..model import Mapping
 from .core_link_map import last_library, mapped_files
@@ -91,15 +93,11 @@ def _sigreturn_pages(handle, loads) -> List[int]:
     if not pages:
         return []
     handle.seek(0)
-    read = _core_memory(handle, _program_headers(handle))
+    read = _core_memory(handle, program_headers(handle))
     return [start for start in pages
             if (read(start, 16) or b"").startswith(SIGRETURN_TRAMPOLINES)]
 
 
-PT_LOAD, PT_NOTE = 1, 4
-NT_AUXV, NT_FILE = 6, 0x46494C45
-_PROGRAM_HEADER = struct.Struct("<IIQQQQQQ")
-_NOTE_HEADER = struct.Struct("<III")
 
 
 def _read_headers(handle, sysroot: str = "", executable: Optional[str] = None
@@ -109,7 +107,7 @@ def _read_headers(handle, sysroot: str = "", executable: Optional[str] = None
     segments as (vaddr, memsz, flags, filesz)) read with struct: a core of many threads
     has hundreds of segments and notes, which pyelftools parses at tens of ms.  Raises
     ValueError for a file that is not a 64-bit little-endian ELF file."""
-    headers = _program_headers(handle)
+    headers = program_headers(handle)
     files, auxv = _core_notes(handle, headers)
     if not files:
         files = core_file_list(handle, headers, auxv, sysroot, executable)
@@ -127,9 +125,9 @@ def _core_notes(handle, headers, size: Optional[int] = None
     for kind, _flags, offset, _vaddr, _paddr, filesz, _memsz, _align in headers:
         if kind == PT_NOTE and (size is None or offset + filesz <= size):
             handle.seek(offset)
-            for note, body in _note_bodies(handle.read(filesz)):
+            for note, body in note_bodies(handle.read(filesz)):
                 if note == NT_FILE:
-                    files += _file_entries(body)
+                    files += file_entries(body)
                 elif note == NT_AUXV:
                     auxv = body
     return files, auxv
@@ -178,58 +176,12 @@ _LAST_LIBRARY: FileCache[Optional[str]] = FileCache(limit=8)
 
 def _last_library(path: str, sysroot: str, executable: Optional[str]) -> Optional[str]:
     with open(path, "rb") as handle:
-        headers = _program_headers(handle)
+        headers = program_headers(handle)
         _files, auxv = _core_notes(handle, headers)
         if not auxv or _auxv_value(auxv, AT_SYSINFO_EHDR):
             return None
         return last_library(_core_memory(handle, headers), auxv_pairs(auxv), sysroot,
                             executable)
-
-
-def _program_headers(handle) -> List[Tuple[int, ...]]:
-    """Every program header of a 64-bit little-endian ELF file, as the fields of
-    Elf64_Phdr; raises ValueError for another file."""
-    header = handle.read(64)
-    if len(header) < 64 or header[:4] != b"\x7fELF" or header[4:6] != b"\x02\x01":
-        raise ValueError("not a 64-bit little-endian ELF file")
-    phoff = struct.unpack_from("<Q", header, 32)[0]
-    phentsize, phnum = struct.unpack_from("<HH", header, 54)
-    if phentsize < _PROGRAM_HEADER.size:
-        raise ValueError("program headers too small")
-    handle.seek(phoff)
-    table = handle.read(phentsize * phnum)
-    if len(table) < phentsize * phnum:
-        raise ValueError("program headers cut short")
-    return [_PROGRAM_HEADER.unpack_from(table, index * phentsize) for index in range(phnum)]
-
-
-def _note_bodies(data: bytes) -> Iterator[Tuple[int, bytes]]:
-    """(type, descriptor) of each note in a PT_NOTE segment's bytes."""
-    at = 0
-    while at + 12 <= len(data):
-        namesz, descsz, kind = _NOTE_HEADER.unpack_from(data, at)
-        desc = at + 12 + ((namesz + 3) & ~3)
-        at = desc + ((descsz + 3) & ~3)
-        if at > len(data) + 3:
-            break  # a note cut short
-        yield kind, data[desc:desc + descsz]
-
-
-def _file_entries(body: bytes) -> List[Tuple[int, int, str, int]]:
-    """An NT_FILE note's (start, end, path, file offset) entries."""
-    if len(body) < 16:
-        return []
-    count, page = struct.unpack_from("<QQ", body, 0)
-    names_at = 16 + 24 * count
-    if names_at > len(body):
-        return []
-    names = body[names_at:].split(b"\0")
-    entries = []
-    for index in range(min(count, len(names))):
-        start, end, page_offset = struct.unpack_from("<QQQ", body, 16 + 24 * index)
-        entries.append((start, end, names[index].decode("utf-8", "replace"),
-                        page_offset * page))
-    return entries
 
 
 def _read_with_pyelftools(handle):
@@ -290,7 +242,7 @@ def _load_segments(path: str) -> List[Tuple[int, int, int]]:
     with open(path, "rb") as handle:
         try:
             return [(offset, filesz, flags) for kind, flags, offset, _vaddr, _paddr,
-                    filesz, _memsz, _align in _program_headers(handle) if kind == PT_LOAD]
+                    filesz, _memsz, _align in program_headers(handle) if kind == PT_LOAD]
         except ValueError:  # another ELF class or byte order, else not ELF at all
             handle.seek(0)
             if handle.read(4) != b"\x7fELF":
@@ -313,7 +265,7 @@ def core_executable(path: str) -> Optional[str]:
     relative) is the fallback.  Raises OSError when the file cannot be read and
     ValueError when it is not a 64-bit little-endian core file."""
     with open(path, "rb") as handle:
-        headers = _program_headers(handle)
+        headers = program_headers(handle)
         handle.seek(16)
         if struct.unpack("<H", handle.read(2))[0] != ET_CORE:
             raise ValueError("not a core file")
