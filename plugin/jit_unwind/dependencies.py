@@ -5,10 +5,10 @@ import sys
 from .render import missing_dependency
 
 # What jit-unwind cannot do without pyelftools (one sentence for every message).
-WITHOUT_PYELFTOOLS = ("without it jit-unwind reads no symbol tables or DWARF from the "
-                      "program's files: CPython's symbols come only from debug info, and "
-                      "LLDB's walk and jitdump unwind rules cannot read call frame "
-                      "information")
+WITHOUT_PYELFTOOLS = ("without it jit-unwind cannot read the code registered through "
+                      "GDB's JIT interface (info jit-regions lists none of it), core "
+                      "files of another ELF class or byte order, nor call frame "
+                      "information kept only in .debug_frame")
 _warned = set()
 
 

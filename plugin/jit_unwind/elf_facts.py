@@ -25,7 +25,7 @@ from .file_cache import file_identity
 
 ENV = "JIT_UNWIND_ELF_CACHE"
 SUFFIX = ".fact"
-MAX_FILES = 128
+MAX_FILES = 1024  # a JIT process maps 10-40 files, each with a summary (elf_lookup)
 # The modules whose results are kept: any change to one of them is another reader.
 READER = ("regions/nocfi.py", "elf_lookup.py", "elf_facts.py", "rawelf.py", "leb128.py",
           "debug_files.py", "unwind/eh_frame_hdr.py")
@@ -42,6 +42,18 @@ def no_other_files(_path: str) -> List[str]:
     return []
 
 
+def _entry(path: str, fact: str) -> Optional[str]:
+    """The cache file of ``fact`` for the file now at ``path``; None without a cache."""
+    directory = cache_directory()
+    identity = file_identity(path) if directory else None
+    if directory is None or identity is None:
+        return None
+    device, inode, size, mtime = identity
+    reader = disk_cache.reader_identity(HERE, READER)
+    return os.path.join(directory, f"{device:x}-{inode:x}-{size:x}-{mtime:x}-"
+                                   f"{reader}-{fact}{SUFFIX}")
+
+
 def kept(path: str, fact: str, compute: Callable[[str], Value],
          valid: Callable[[object], bool],
          depends: Callable[[str], List[str]] = no_other_files) -> Value:
@@ -49,26 +61,34 @@ def kept(path: str, fact: str, compute: Callable[[str], Value],
     letters, digits, dashes) for the file now at ``path`` is there, its ``depends(path)``
     files unchanged and ``valid(value)``; else computed and written there.  Exceptions
     of ``compute`` are the caller's."""
-    directory = cache_directory()
-    identity = file_identity(path) if directory else None
-    if directory is None or identity is None:
+    entry = _entry(path, fact)
+    if entry is None:
         return compute(path)
-    device, inode, size, mtime = identity
-    reader = disk_cache.reader_identity(HERE, READER)
-    entry = os.path.join(directory, f"{device:x}-{inode:x}-{size:x}-{mtime:x}-"
-                                    f"{reader}-{fact}{SUFFIX}")
     others = [(other, file_identity(other)) for other in depends(path)]
     try:
         with open(entry, "rb") as handle:
-            kept_others, value = marshal.load(handle)
+            kept_others, value = marshal.loads(handle.read())  # load(handle): 3x slower
         if kept_others == others and valid(value):
             return value
     except (OSError, EOFError, ValueError, TypeError):
         pass  # none yet, or cut short or garbage: computed and written again
     value = compute(path)
+    _write(entry, others, value)
+    return value
+
+
+def keep(path: str, fact: str, value, depends: Callable[[str], List[str]] = no_other_files
+         ) -> None:
+    """Write ``value`` as ``fact``'s entry for the file now at ``path`` (a value that
+    grew since :func:`kept` read it)."""
+    entry = _entry(path, fact)
+    if entry is not None:
+        _write(entry, [(other, file_identity(other)) for other in depends(path)], value)
+
+
+def _write(entry: str, others, value) -> None:
     try:
         data = marshal.dumps((others, value))
     except ValueError:  # a value marshal cannot hold: nothing kept
-        return value
-    disk_cache.write_entry(directory, entry, data, SUFFIX, MAX_FILES)
-    return value
+        return
+    disk_cache.write_entry(os.path.dirname(entry), entry, data, SUFFIX, MAX_FILES)

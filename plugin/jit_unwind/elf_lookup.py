@@ -18,23 +18,8 @@ from .model import Mapping
 # The identity (see file_identity) tells a file rebuilt or replaced at the same path
 # (a second core file loaded in one session maps other builds) from the one opened.
 _files: Dict[str, Tuple[object, object, List[Tuple[int, int]]]] = {}
-_have_pyelftools: Optional[bool] = None
 _SYMBOL = struct.Struct("<IBBHQQ")  # Elf64_Sym: name, info, other, shndx, value, size
 MAX_CHAIN = 100_000  # hash chain entries followed for one name (a corrupt table loops)
-
-
-def have_pyelftools() -> bool:
-    """Whether pyelftools is installed.  The look-ups here no longer need it; the CFI
-    and DWARF readers do: callers say so (naming the package).  Found, not imported:
-    its import alone costs ~50 ms at a stop that may never need it (node's)."""
-    global _have_pyelftools
-    if _have_pyelftools is None:
-        import importlib.util
-        try:
-            _have_pyelftools = importlib.util.find_spec("elftools") is not None
-        except (ImportError, ValueError):
-            _have_pyelftools = False
-    return _have_pyelftools
 
 
 class Exports:
@@ -164,42 +149,171 @@ def _elf(path: str):
     return exports, loads
 
 
+# What the look-ups ask of each mapped file first (its loaded sections' addresses, its
+# PT_LOADs, whether it keeps a .symtab) and the names its exports answered so far:
+# every first bt asks every mapped file for the JIT-interface descriptor, and parsing
+# each one's headers and hash tables cost ~0.1 ms a file (HotSpot maps 28).  Kept on
+# disk between sessions (elf_facts) as one entry for all the files a program maps,
+# filed under the program's own file, each file's summary under its identity: one
+# read at the first look-up, then a stat per file.  Written back at the end of a
+# look-up that added to it.
+SUMMARIES_FACT = "lookups"
+MAX_KEPT_NAMES = 64  # exported names kept per file: a bound on the entry
+MAX_KEPT_FILES = 512  # per program: files seen in its sessions
+
+
+class _Summaries:
+    """The summaries filed under one program's file: path -> (identity, summary)."""
+
+    def __init__(self, program: str):
+        self.program = program
+        self.identity = file_identity(program)
+        self.files: Dict[str, Tuple[object, dict]] = _kept_files(program)
+        self.changed = False
+
+    def of(self, path: str) -> dict:
+        """``path``'s summary; empty for a file that is not ELF or cannot be read."""
+        identity = file_identity(path)
+        if identity is None:
+            return {}
+        found = self.files.get(path)
+        if found is not None and found[0] == identity:
+            return found[1]
+        try:
+            summary = _summarize(path)
+        except OSError:
+            return {}
+        except (ValueError, struct.error):  # not ELF (locale files, a JVM's archives)
+            # Kept, but no reason to write by itself: a per-process file (HotSpot's
+            # hsperfdata) would be a write at every session.
+            self.files[path] = (identity, {})
+            return {}
+        self.files[path] = (identity, summary)
+        self.changed = True
+        return summary
+
+    def write(self) -> None:
+        from .elf_facts import keep
+        self.changed = False
+        # Files gone or rebuilt since are left out; the bound keeps the entry small.
+        files = {path: entry for path, entry in self.files.items()
+                 if file_identity(path) == entry[0]}
+        if len(files) > MAX_KEPT_FILES:
+            files = dict(list(files.items())[-MAX_KEPT_FILES:])
+        self.files = files
+        try:
+            keep(self.program, SUMMARIES_FACT, files)
+        except Exception:  # a cache that cannot be written is no cache
+            pass
+
+
+_programs: Dict[str, _Summaries] = {}
+
+
+def _summaries(program: str) -> _Summaries:
+    found = _programs.get(program)
+    if found is None or found.identity != file_identity(program):
+        if len(_programs) >= 16:
+            _programs.clear()
+        found = _programs[program] = _Summaries(program)
+    return found
+
+
+def _kept_files(program: str) -> Dict[str, Tuple[object, dict]]:
+    from .elf_facts import kept
+    try:
+        return dict(kept(program, SUMMARIES_FACT, lambda _path: {}, _valid_files))
+    except Exception:  # an unreadable cache: start over
+        return {}
+
+
+def _summarize(path: str) -> dict:
+    with open(path, "rb") as handle:
+        elf = RawElf(handle, path)
+    return {"sections": {name: section["sh_addr"] for name, section in elf.sections.items()
+                         if section["sh_addr"]},
+            "loads": list(elf.loads), "symtab": ".symtab" in elf.sections, "exports": {}}
+
+
+def _valid_files(value) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(path, str) and isinstance(entry, tuple) and len(entry) == 2
+        and isinstance(entry[0], tuple) and (entry[1] == {} or _valid_summary(entry[1]))
+        for path, entry in value.items())
+
+
+def _valid_summary(value) -> bool:
+    return (isinstance(value, dict) and isinstance(value.get("sections"), dict)
+            and isinstance(value.get("loads"), list) and type(value.get("symtab")) is bool
+            and isinstance(value.get("exports"), dict)
+            and all(isinstance(load, tuple) and len(load) == 2 for load in value["loads"]))
+
+
+def _exported_value(path: str, summary: dict, group: _Summaries, name: str
+                    ) -> Optional[int]:
+    """``name``'s value among the file's exports: its summary's answer, else read
+    through its hash table (and the answer added to the summary)."""
+    answers = summary["exports"]
+    if name in answers:
+        return answers[name]
+    exports, _loads = _elf(path)
+    value = exports.value(name) if exports is not None else None
+    if len(answers) < MAX_KEPT_NAMES:
+        answers[name] = value
+        group.changed = True
+    return value
+
+
 def _mapped_files(mappings: Iterable[Mapping]):
-    """(path, Exports, load bias) of each mapped ELF file, in mapping order."""
-    for path, first in first_mappings(mappings).items():
-        exports, loads = _elf(path)
-        if exports is None:
-            continue
-        bias = load_bias(first, loads)
-        if bias is not None:
-            yield path, exports, bias
+    """(path, summary, load bias) of each mapped ELF file, in mapping order, and the
+    summaries they come from (to write back what a look-up added)."""
+    first = first_mappings(mappings)
+    if not first:
+        return [], None
+    group = _summaries(next(iter(first)))  # the program's file: mapped first
+    files = []
+    for path, mapping in first.items():
+        summary = group.of(path)
+        if summary:
+            bias = load_bias(mapping, summary["loads"])
+            if bias is not None:
+                files.append((path, summary, bias))
+    return files, group
 
 
 def symbol_address(mappings: Iterable[Mapping], name: str, full_tables: bool = False,
                    debug_files: Optional[Dict[str, str]] = None) -> Optional[int]:
     """Run-time address of the defined symbol ``name`` in the first mapped file that
-    exports it, found through the files' hash tables (a few reads per file).
+    exports it, found through the files' hash tables (a few reads per file, once per
+    file and name: the answers are kept with the file's summary).
 
     ``full_tables`` also searches each ``.symtab`` (names that are not exported), and
     a stripped file's separate debug file's (where GDB finds its minimal symbols): a
     scan of the whole string table, kept on disk per file, so only for names worth it.
     ``debug_files``: each file's debug file as the debugger read it (else found here)."""
-    files = []  # opened as far as needed: the program's own file often has the name
-    for path, exports, bias in _mapped_files(mappings):
-        files.append((path, exports, bias))
-        value = exports.value(name)
+    files, group = _mapped_files(mappings)
+    try:
+        return _symbol_address(files, group, name, full_tables, debug_files)
+    finally:
+        if group is not None and group.changed:
+            group.write()
+
+
+def _symbol_address(files, group, name, full_tables, debug_files) -> Optional[int]:
+    for path, summary, bias in files:
+        value = _exported_value(path, summary, group, name)
         if value is not None:
             return value + bias
     if full_tables:
         if debug_files is not None:  # the debugger's names may go through symlinks
             debug_files = {os.path.realpath(path): debug_file
                            for path, debug_file in debug_files.items()}
-        for path, _exports, bias in files:
-            value = symtab_value(path, name)
+        for path, summary, bias in files:
+            value = symtab_value(path, name) if summary["symtab"] else None
             if value is not None:
                 return value + bias
-        for path, exports, bias in files:
-            if ".symtab" in exports.sections:  # not stripped: its own table was searched
+        for path, summary, bias in files:
+            if summary["symtab"]:  # not stripped: its own table was searched
                 continue
             debug_file = (debug_files.get(path) if debug_files is not None
                           else _debug_file(path))
@@ -223,16 +337,18 @@ def _debug_file(path: str) -> Optional[str]:
 
 def section_address(mappings: Iterable[Mapping], section_name: str) -> Optional[int]:
     """Run-time address of ``section_name`` in the first mapped file that has it
-    (CPython 3.12+'s ``.PyRuntime``): from the headers the symbol look-ups keep, where
-    reading every mapped file's again cost ~4 ms at HotSpot's first stop."""
-    for path, first in first_mappings(mappings).items():
-        exports, loads = _elf(path)
-        address = exports.sections.get(section_name) if exports is not None else None
-        if address:
-            bias = load_bias(first, loads)
-            if bias is not None:
+    (CPython 3.12+'s ``.PyRuntime``): from the files' summaries, where reading every
+    mapped file's headers again cost ~4 ms at HotSpot's first stop."""
+    files, group = _mapped_files(mappings)
+    try:
+        for _path, summary, bias in files:
+            address = summary["sections"].get(section_name)
+            if address:
                 return address + bias
-    return None
+        return None
+    finally:
+        if group is not None and group.changed:
+            group.write()
 
 
 # path -> the values found in its .symtab by name (None: not there), per file identity.

@@ -10,8 +10,7 @@ import os
 from typing import TYPE_CHECKING, Dict, Optional, Set, Tuple
 
 from .core_notes import say_once
-from .dependencies import WITHOUT_PYELFTOOLS, missing, warn_missing
-from .elf_lookup import have_pyelftools, section_address, symbol_address
+from .elf_lookup import section_address, symbol_address
 from .model import Unwound
 from .regions import RegionMap
 from .regions.discovery import build_region_map, jit_interface_regions
@@ -229,8 +228,6 @@ class StopCache:
             address = self.process.symbol_address(name)
             if address is None:  # no debug info either: the symbol tables, parsed in full
                 address = symbol_address(mappings, name, full_tables=True)
-        if address is None and not have_pyelftools():
-            warn_missing(self.process, "pyelftools", WITHOUT_PYELFTOOLS)
         return address
 
     # CPython --------------------------------------------------------------------------
@@ -248,9 +245,6 @@ class StopCache:
             return find_runtime(self.process.memory, self.lookup_symbol,
                                 self._version_hint()), ""
         except CPythonError as error:
-            if not have_pyelftools() and self.lookup_symbol("_PyRuntime") is None:
-                return None, missing("pyelftools", WITHOUT_PYELFTOOLS,
-                                     self.process.debugger_name)
             return None, str(error)
         except Exception as error:  # never let a Python problem break a backtrace
             return None, f"cannot read the CPython runtime: {error}"

@@ -39,6 +39,7 @@ from tests.support import (GDB_BINARIES, PRINT_PID, REPO, BtFrame, fixture_binar
                            parse_backtrace, pyenv_python, remove_perf_map, run_gdb)
 
 PT_LOAD, PT_NOTE, PF_X = 1, 4, 1
+JIT_SCENARIOS = SCRIPTS / "jit_scenarios.py"
 AT_SYSINFO_EHDR = 33
 KERNEL_SPACE = 0xFFFF800000000000  # [vsyscall]
 # elf_prstatus on x86-64: pr_reg starts at byte 112; rsp is its 20th register.
@@ -458,8 +459,9 @@ def test_missing_pyelftools_is_named_with_its_install_command(tmp_path):
     .eh_frame and the exported symbols (read through .gnu.hash) need no pyelftools, so
     a 3.12 core shows its perf trampolines and Python frames, and Debian's stripped
     python3.11 (whose Py_Version only its .dynsym has) its Python frames, with no
-    warning.  Where call frame information must be read (a jitdump's unwind rules), it
-    says once what is missing and how to install it, and the walk still reaches main."""
+    warning; a jitdump's unwind rules are read with struct too.  Where pyelftools is
+    needed (the code CPython 3.15 registers through GDB's JIT interface), it says once
+    what is missing and how to install it, and the walk is still whole."""
     gdb = GDB_BINARIES["gdb13"]
     python = pyenv_python("3.12.1")
     hide = ['python import sys; sys.modules["elftools"] = None']
@@ -489,9 +491,18 @@ def test_missing_pyelftools_is_named_with_its_install_command(tmp_path):
 
     jitdump = run_gdb(gdb, ["run", "bt"], [fixture_binary("jitdump_jit"), "2", "--dir",
                                            tmp_path], early=hide)
+    assert "is not installed" not in jitdump, jitdump
+    assert jitdump.count("in jit::realigned ()") == 3, jitdump
+    assert re.search(r"^#\d+ .* in main ", jitdump, re.M), jitdump
+
+    registered = run_gdb(gdb, ["set environment PYTHON_JIT=1", "run", "bt",
+                               "info jit-regions"],
+                         [jit_python("3.15-jit"), JIT_SCENARIOS, "kill"], early=hide)
     warning = ("warning: jit-unwind: pyelftools is not installed in GDB's Python 3.11: "
-               "without it jit-unwind reads no symbol tables")
+               "without it jit-unwind cannot read the code registered through GDB's JIT "
+               "interface")
     install = ("Install it with `apt-get install python3-pyelftools` (Debian's GDB) "
                "or run `make venv`")
-    assert jitdump.count(warning) == 1 and install in jitdump, jitdump
-    assert re.search(r"^#\d+ .* in main ", jitdump, re.M), jitdump
+    assert registered.count(warning) == 1 and install in registered, registered
+    assert re.search(r"^#\d+ .* in \[jit\] hot \(", registered, re.M), registered
+    assert re.search(r"^#\d+ .* in _start ", registered, re.M), registered

@@ -150,3 +150,55 @@ def test_a_stripped_files_name_is_found_in_its_debug_file(tmp_path, monkeypatch)
                           debug_files=read) == bias + value
     assert symbol_address(mappings, "__jit_debug_descriptor", full_tables=True,
                           debug_files={}) is None
+
+
+def test_the_files_summaries_are_kept_for_the_next_session(tmp_path, monkeypatch):
+    """At every first bt each mapped file is asked for the JIT-interface descriptor: the
+    next session answers from one entry filed under the program (each file's headers
+    and the names its exports answered), reading no file's headers again; a file
+    rebuilt since is read again; a file that is not ELF answers nothing."""
+    from jit_unwind import elf_lookup
+    from jit_unwind.model import Mapping
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("JIT_UNWIND_ELF_CACHE", raising=False)
+    source = tmp_path / "lib.c"
+    source.write_text("int exported_value = 7;\n")
+    library, program = tmp_path / "lib.so", tmp_path / "prog"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(library), str(source)], check=True)
+    (tmp_path / "main.c").write_text("int main(void) { return 0; }\n")
+    subprocess.run(["gcc", "-o", str(program), str(tmp_path / "main.c")], check=True)
+    text = tmp_path / "locale"
+    text.write_bytes(b"not an ELF file" * 10)
+    base, bias = 0x555555554000, 0x7F0000000000
+    mappings = [Mapping(base, base + 0x1000, "r--p", str(program), 0),
+                Mapping(bias, bias + 0x1000, "r--p", str(library), 0),
+                Mapping(bias + 0x10000, bias + 0x11000, "r--p", str(text), 0)]
+    value = _exported(library)["exported_value"]
+    read = []
+    summarize = elf_lookup._summarize
+
+    def counted(path):
+        read.append(path)
+        return summarize(path)
+
+    monkeypatch.setattr(elf_lookup, "_summarize", counted)
+
+    def session(name):
+        elf_lookup._programs.clear()  # a new session: nothing in memory
+        elf_lookup._files.clear()
+        return elf_lookup.symbol_address(mappings, name)
+
+    assert session("exported_value") == bias + value
+    assert sorted(read) == sorted([str(program), str(library), str(text)])
+    read.clear()
+    # The file that is not ELF was kept along with the names' answers.
+    assert session("exported_value") == bias + value and read == []
+    assert session("no_such_symbol_here") is None  # one look-up through the hash tables
+    assert session("no_such_symbol_here") is None and read == []
+    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,--build-id=sha1", "-o", str(library),
+                    str(source)], check=True)  # rebuilt: read again
+    read.clear()
+    assert session("exported_value") == bias + _exported(library)["exported_value"]
+    assert read == [str(library)]
+    elf_lookup._programs.clear()
+    elf_lookup._files.clear()

@@ -7,6 +7,7 @@ from typing import Dict, Optional, Tuple
 
 OFF = ("0", "off", "no", "false")
 _identities: Dict[Tuple[str, Tuple[str, ...]], str] = {}  # computed once a process
+_directories: Dict[Tuple[str, Optional[str], Optional[str]], str] = {}
 
 
 def cache_directory(env: str, name: str) -> Optional[str]:
@@ -14,9 +15,12 @@ def cache_directory(env: str, name: str) -> Optional[str]:
     variable ``env`` turns the cache off."""
     if os.environ.get(env, "").strip().lower() in OFF:
         return None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
-                                                            ".cache")
-    return os.path.join(base, "jit-unwind", name)
+    key = (name, os.environ.get("XDG_CACHE_HOME"), os.environ.get("HOME"))
+    found = _directories.get(key)
+    if found is None:  # asked per file and fact: expanduser is most of its cost
+        base = key[1] or os.path.join(os.path.expanduser("~"), ".cache")
+        found = _directories[key] = os.path.join(base, "jit-unwind", name)
+    return found
 
 
 def write_entry(directory: str, entry: str, data: bytes, suffix: str,
@@ -26,10 +30,12 @@ def write_entry(directory: str, entry: str, data: bytes, suffix: str,
     temporary = f"{entry}.{os.getpid()}.tmp"
     try:
         os.makedirs(directory, mode=0o700, exist_ok=True)
+        replaced = os.path.exists(entry)  # then the count of entries stays the same
         with open(temporary, "wb") as handle:
             handle.write(data)
         os.replace(temporary, entry)  # whole or not at all, for a run reading alongside
-        _trim(directory, suffix, max_files)
+        if not replaced:
+            _trim(directory, suffix, max_files)
     except OSError:
         try:
             os.unlink(temporary)

@@ -87,4 +87,8 @@ def jit_interface_regions(process, mappings) -> List[Region]:
                                 debug_files=process.separate_debug_files())
     if descriptor is None:
         return []
-    return read_jit_interface(process.memory, descriptor)
+    try:
+        return read_jit_interface(process.memory, descriptor)
+    except ImportError:  # entries registered, and no pyelftools to read them with
+        warn_missing(process, "pyelftools", WITHOUT_PYELFTOOLS)
+        return []

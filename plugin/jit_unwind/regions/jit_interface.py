@@ -42,8 +42,8 @@ def _symfile_regions(memory: Memory, address: int, size: int) -> List[Region]:
     """Function symbols of one registered ELF image (empty if it cannot be parsed)."""
     if not 0 < size <= MAX_SYMFILE:
         return []
+    from elftools.elf.elffile import ELFFile  # ImportError: the caller's to say
     try:
-        from elftools.elf.elffile import ELFFile
         elf = ELFFile(io.BytesIO(memory.read(address, size)))
         regions = []
         relocatable = elf["e_type"] == "ET_REL"
