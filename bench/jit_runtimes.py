@@ -23,6 +23,13 @@ after the stop (their indexing of the libraries' debug info, plain GDB's too, wo
 otherwise be charged to the bt it overlaps).  Ratios: plugin / plain GDB.  Issue 20's
 goal: ``bt`` within 10x of plain GDB and under 0.5 s.  The frames each ``bt`` listed and
 its outermost frame are printed beside the times: a walk that stopped early is no speed.
+
+Plain GDB gives up early on most of these stacks; the plugin's bt goes on to
+``start_thread`` or ``_start``, and to print those frames GDB reads libc's debug info
+(libc6-dbg: compressed DWARF, inflated at its first use, ~8-10 ms of CPU), which plain
+GDB's bt never needs.  So each runtime is also measured with libc's debug info read
+before the first bt, in both sessions alike (WARM_UP): what is left is the plugin's cost.
+Both are printed.
 """
 
 import argparse
@@ -59,6 +66,8 @@ JAVA_SETUP = ["set breakpoint pending on", "handle SIGSEGV nostop noprint pass",
               "break JVM_Sleep", f"ignore 1 {30000 // 1024}"]
 GJS_SETUP = ["set breakpoint pending on", "break sin", "ignore 1 50"]
 NODE_NO_LOG = "--logfile=/dev/null"  # V8 would leave an isolate-*.log for the perf map
+# Makes GDB read libc's debug info (the CUs of the outermost frames of a thread).
+WARM_UP = ["info line start_thread", "info line __libc_start_call_main"]
 
 
 @dataclass(frozen=True)
@@ -114,6 +123,8 @@ def gdb_main() -> None:
             raise RuntimeError("the program did not stop")
         results["pid"] = inferior.pid
         _settle()
+        for command in config["warm_up"]:
+            gdb.execute(command, to_string=True)
         first, text = _timed(gdb)
         results.update(first=first, shape=frame_shape(text),
                        repeated=[_timed(gdb)[0] for _ in range(config["reps"])])
@@ -168,13 +179,14 @@ class Session:
     shape: Dict
 
 
-def run_session(gdb: str, runtime: Runtime, plugin: bool, reps: int) -> Session:
+def run_session(gdb: str, runtime: Runtime, plugin: bool, reps: int,
+                warm_up: bool = False) -> Session:
     with tempfile.TemporaryDirectory(prefix="runtime-bench-") as scratch:
         output = Path(scratch) / "results.json"
         env = gdb_environment()
         env.update(runtime.env)
         env[CONFIG_ENV] = json.dumps({"output": str(output), "setup": runtime.setup,
-                                      "reps": reps})
+                                      "reps": reps, "warm_up": WARM_UP if warm_up else []})
         argv = [gdb, *GDB_FLAGS, *(["-x", str(PLUGIN)] if plugin else []),
                 "-x", str(Path(__file__).resolve()), "--args", *runtime.argv()]
         completed = None
@@ -194,10 +206,13 @@ def run_session(gdb: str, runtime: Runtime, plugin: bool, reps: int) -> Session:
 @dataclass
 class Result:
     runtime: Runtime
-    sessions: Dict[str, List[Session]]  # "plain", "plugin"
+    sessions: Dict[str, List[Session]]  # "plain", "plugin"; "-warm": WARM_UP first
 
     def first(self, mode: str) -> float:
         return statistics.median(s.first for s in self.sessions[mode])
+
+    def first_warm(self, mode: str) -> float:
+        return self.first(f"{mode}-warm")
 
     def repeated(self, mode: str) -> float:
         return statistics.median(t for s in self.sessions[mode] for t in s.repeated)
@@ -209,17 +224,21 @@ class Result:
 
 def measure(gdb: str, runtime: Runtime, rounds: int, reps: int) -> Result:
     """Plain and plugin sessions alternate, so drifting machine load hits both alike."""
-    result = Result(runtime, {"plain": [], "plugin": []})
+    result = Result(runtime, {key: [] for key in ("plain", "plugin", "plain-warm",
+                                                  "plugin-warm")})
     for index in range(rounds):
         order = (False, True) if index % 2 == 0 else (True, False)
-        for plugin in order:
-            session = run_session(gdb, runtime, plugin, reps)
-            result.sessions["plugin" if plugin else "plain"].append(session)
+        for warm_up in (False, True):
+            for plugin in order:
+                session = run_session(gdb, runtime, plugin, reps, warm_up)
+                key = ("plugin" if plugin else "plain") + ("-warm" if warm_up else "")
+                result.sessions[key].append(session)
     return result
 
 
 HEADERS = ["GDB", "runtime", "frames: plain / plugin", "first bt ms: plain / plugin",
-           "ratio", "repeated bt ms: plain / plugin", "ratio", "goal (<= 10x, < 0.5 s) met"]
+           "ratio", "repeated bt ms: plain / plugin", "ratio", "goal (<= 10x, < 0.5 s) met",
+           "first bt, libc's debug info read first: plain / plugin", "ratio", "goal met"]
 
 
 def ms(seconds: float) -> str:
@@ -228,13 +247,14 @@ def ms(seconds: float) -> str:
 
 def row(version: str, r: Result) -> List[str]:
     cells = [version, r.runtime.label, f"{r.shape('plain')} / {r.shape('plugin')}"]
-    met = True
-    for part in (r.first, r.repeated):
+    met = {}
+    for part in (r.first, r.repeated, r.first_warm):
         plain, plugin = part("plain"), part("plugin")
         ratio = plugin / plain if plain > 0 else float("inf")
-        met = met and ratio <= GOAL_RATIO and plugin < GOAL_SECONDS
+        met[part.__name__] = ratio <= GOAL_RATIO and plugin < GOAL_SECONDS
         cells += [f"{ms(plain)} / {ms(plugin)}", f"{ratio:.1f}"]
-    return cells + ["yes" if met else "no"]
+    cells.insert(7, "yes" if met["first"] and met["repeated"] else "no")
+    return cells + ["yes" if met["first_warm"] and met["repeated"] else "no"]
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
