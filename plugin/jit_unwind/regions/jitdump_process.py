@@ -34,6 +34,14 @@ class ProcessJitdump:
     dropped: int = 0  # records whose code is no longer in memory
     pending: int = 0  # records read from the writer's unflushed buffer
 
+    def __init__(self, path: Optional[str] = None, loads: Optional[List[CodeLoad]] = None,
+                 dropped: int = 0, pending: int = 0):
+        # Written out: the record's compiled one is ~0.1 ms of the first bt.
+        self.path = path
+        self.loads = [] if loads is None else loads
+        self.dropped = dropped
+        self.pending = pending
+
     def regions(self) -> List[Region]:
         return [Region(load.start, load.end, RegionSource.JITDUMP, load.name,
                        sequence=SEQUENCE_BASE + load.sequence)
