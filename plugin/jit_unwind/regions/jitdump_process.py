@@ -18,7 +18,6 @@ from ..records import field, record
 from ..target import Memory
 from .jitdump import (FILE_HEADER, CodeLoad, Jitdump, candidate_paths, comparable_length,
                       find_jitdump, parse_jitdump, with_pending)
-from .stdio_tail import pending_writes
 
 # Named regions of a jitdump come before a perf map's entries for the same code (the
 # dump also holds the code's bytes, checked against memory).
@@ -93,7 +92,7 @@ def _only_unflushed(memory: Memory, pid: int, mapped, cwd, accept, lookup_symbol
     head = lookup_symbol("_IO_list_all") if short else None
     if head is None:
         return None, None
-    for tail in pending_writes(memory, head):
+    for tail in _pending_writes(memory, head):
         for path in short:
             try:
                 with open(path, "rb") as handle:
@@ -154,7 +153,7 @@ def _with_unflushed(memory: Memory, path: str, dump: Jitdump, lookup_symbol) -> 
     head = lookup_symbol("_IO_list_all")
     if head is None:
         return dump
-    tails = pending_writes(memory, head)
+    tails = _pending_writes(memory, head)
     if not tails:
         return dump
     try:
@@ -165,6 +164,13 @@ def _with_unflushed(memory: Memory, path: str, dump: Jitdump, lookup_symbol) -> 
     # The file may have grown since it was parsed: parse what was read now.
     parsed = dump if len(data) == dump.size else None
     return with_pending(data, tails, parsed) or dump
+
+
+def _pending_writes(memory: Memory, head: int) -> List[bytes]:
+    """stdio_tail's reader, imported where a process has a jitdump (most have none: a
+    module imported costs the first bt)."""
+    from .stdio_tail import pending_writes
+    return pending_writes(memory, head)
 
 
 def latest_loads(loads: Sequence[CodeLoad]) -> List[CodeLoad]:
