@@ -55,6 +55,11 @@ class Label:
     name: Optional[str]
     marks: str = ""
 
+    def __init__(self, name: Optional[str], marks: str = ""):
+        # Written out: the record's compiled one is ~0.1 ms of the first bt.
+        self.name = name
+        self.marks = marks
+
     def text(self, debugger_name: Callable[[], str] = lambda: "??") -> str:
         """The name (``debugger_name()`` when we have none), then the marks."""
         name = self.name if self.name is not None else debugger_name()

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from jit_unwind.regions import Mapping, RegionMap
-from jit_unwind.regions.jitdump import (CodeLoad, find_jitdump, parse_jitdump,
+from jit_unwind.regions.jitdump import (CodeLoad, candidate_paths, find_jitdump, parse_jitdump,
                                         set_user_path, with_pending)
 from jit_unwind.regions.jitdump_process import (_current_file, latest_loads,
                                                 process_start_time, verified)
@@ -263,3 +263,35 @@ def test_debug_info_gives_the_next_load_its_lines():
     lying = struct.pack("<QQ", 0x5000, 1 << 40) + struct.pack("<QII", 0x5000, 3, 0) + b"a"
     dump = parse_jitdump(header + _record(2, lying) + _record(0, load))
     assert dump.loads[0].lines == []
+
+
+class _Process:
+    """What process_jitdump asks of a debugger.Process."""
+
+    memory = BytesMemory({})
+
+    def __init__(self, pid):
+        self._pid = pid
+
+    def pid(self):
+        return self._pid
+
+
+def test_a_process_without_a_dump_anywhere_is_asked_nothing_more(tmp_path, monkeypatch):
+    """No file at any of the places a dump may be (most JIT processes): the search ends
+    there, without the process's start time from /proc; a dump the process maps is
+    found."""
+    import jit_unwind.regions.jitdump_process as jitdump_process
+    pid = next(p for p in range(os.getpid() + 1, os.getpid() + 10_000)
+               if not any(os.path.exists(path) for path in candidate_paths(p)))
+    monkeypatch.setattr(jitdump_process, "process_start_time",
+                        lambda _pid: pytest.fail("the start time was read for no dump"))
+    dump = jitdump_process.process_jitdump(_Process(pid), [], "native", lambda name: None)
+    assert (dump.path, dump.loads) == (None, [])
+    monkeypatch.undo()
+    mapped = tmp_path / f"jit-{pid}.dump"
+    mapped.write_bytes(struct.pack("<IIIIIIQQ", 0x4A695444, 1, 40, EM_X86_64, 0, pid, 0, 0))
+    dump = jitdump_process.process_jitdump(
+        _Process(pid), [Mapping(0x1000, 0x2000, "r--p", str(mapped))], "native",
+        lambda name: None)
+    assert dump.path == str(mapped)

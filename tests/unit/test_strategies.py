@@ -361,3 +361,50 @@ def test_stack_scan_takes_a_planted_return_address_where_the_chain_holds_above_i
 def test_stack_scan_passes_a_planted_return_address_where_the_chain_does_not_hold():
     result, planted, _ = _scan_over_a_planted_return(Layout(), False)
     assert result.method == "stack-scan" and result.caller_pc != planted
+
+
+# Modules a walk imports only where it needs them: each one imported is part of the
+# first bt's time (~0.1-0.9 ms apiece in GDB 13).
+ON_DEMAND = ("jit_unwind.unwind.jitdump_cfi", "jit_unwind.unwind.cfi",
+             "jit_unwind.unwind.cfi_rows", "jit_unwind.unwind.trace_entry")
+
+WALK_WITHOUT_JITDUMP = """
+import sys
+from jit_unwind import frame_unwind
+from tests.unit.test_strategies import (CALL_RAX, JIT, SP, STACK, Layout,
+                                         native_return_address)
+layout = Layout()
+ret = native_return_address(layout)
+pc = layout.put_jit(0x40, bytes.fromhex("554889e5") + CALL_RAX)
+rbp = SP + 0x20
+layout.word(rbp, STACK + 0x9000)
+layout.word(rbp + 8, ret)
+# Below, a frame found by stack scan whose return address is JIT code: no file's CFI.
+scanned = layout.put_jit(0x80, bytes.fromhex("0000") + CALL_RAX)
+layout.word(SP - 0x80, pc)
+ctx = layout.context(pc, SP, {})
+results = [frame_unwind.unwind_jit_code(at, sp, ctx.memory, ctx.regions, registers.get,
+                                        False, None, False, lambda: None)
+           for at, sp, registers in ((pc, SP, {"rbp": rbp}),
+                                     (scanned, SP - 0x88, {"rbp": 0x1234}))]
+print([str(result.method.value) for result in results])
+print(sorted(name for name in sys.modules if name in MODULES))
+"""
+
+
+def test_a_walk_without_a_jitdump_imports_no_cfi_reader_nor_trace_module():
+    """A JIT frame unwound by its frame pointer and one found by a stack scan that meets
+    only JIT code (HotSpot, node) import neither a jitdump's CFI rules, the files' CFI
+    reader nor CPython's trace module."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    repo = Path(__file__).resolve().parents[2]
+    script = WALK_WITHOUT_JITDUMP.replace("MODULES", repr(set(ON_DEMAND)))
+    out = subprocess.run([sys.executable, "-c", script], cwd=repo, capture_output=True,
+                         text=True, timeout=60,
+                         env={"PYTHONPATH": f"{repo / 'plugin'}:{repo}"})
+    assert out.returncode == 0, out.stderr
+    methods, imported = out.stdout.splitlines()
+    assert methods == "['frame-pointer', 'stack-scan']"
+    assert imported == "[]"

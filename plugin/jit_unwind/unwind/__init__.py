@@ -6,7 +6,7 @@ package (the symbol file's writer needs ``x86_64`` only) does not load every str
 which keeps the plugin's load short.
 """
 
-__all__ = ["APPLIES", "NOCFI_STRATEGIES", "STRATEGIES", "Strategy", "TRACE_STRATEGIES",
+__all__ = ["APPLIES", "NOCFI_STRATEGIES", "STRATEGIES", "TRACE_STRATEGIES",
            "UnwindContext", "unwind_jit_frame", "unwind_kept_frame_pointer",
            "unwind_nocfi_frame", "unwind_registered_trace"]
 

@@ -43,6 +43,23 @@ class UnwindContext:
     # (symbol(),) once looked up: the strategies ask for it several times per frame.
     _symbol: Optional[tuple] = field(default=None, repr=False, compare=False)
 
+    def __init__(self, pc: int, sp: int, memory: Memory, regions: RegionMap,
+                 read_register: RegisterReader, innermost: bool = False,
+                 native_function_start: Optional[Callable[[int], Optional[int]]] = None,
+                 function: Optional[Region] = None, arch: Architecture = X86_64,
+                 _symbol: Optional[tuple] = None):
+        # Written out: the record's compiled one is ~0.1 ms of the first JIT frame's bt.
+        self.pc = pc
+        self.sp = sp
+        self.memory = memory
+        self.regions = regions
+        self.read_register = read_register
+        self.innermost = innermost
+        self.native_function_start = native_function_start
+        self.function = function
+        self.arch = arch
+        self._symbol = _symbol
+
     @property
     def lookup_pc(self) -> int:
         """The address to find this frame's function by: a caller's pc is a return

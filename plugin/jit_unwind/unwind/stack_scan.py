@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Dict, Optional
 
 from ..model import UnwindMethod, Unwound
-from .cfi import OUTERMOST, cfi_rsp_caller
 from .context import UnwindContext
 from .frame_pointer import chain_holds, planted_return
 
@@ -88,6 +87,9 @@ def _stale(ctx: UnwindContext, value: int, caller_sp: int) -> bool:
     mapping = ctx.regions.mapping_at(value - 1)
     if mapping is None or mapping.anonymous or ctx.regions.jit_region_at(value - 1):
         return False
+    # The file's CFI reader is imported at the first such address, not with the scan:
+    # a scan that meets only JIT code does without it (each module costs the first bt).
+    from .cfi import OUTERMOST, cfi_rsp_caller
     caller = cfi_rsp_caller(ctx.memory, ctx.regions.mappings.items, mapping.path, value,
                             caller_sp, ctx.arch)
     if caller is None or caller is OUTERMOST:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple
 
 from ..model import UnwindMethod, Unwound
 from .caller_frame import caller_frame_pointer
@@ -10,13 +10,30 @@ from .context import UnwindContext
 from .entry_record import unwind_entry_record
 from .entry_return import unwind_entry_return
 from .frame_pointer import unwind_chained_frame_pointer, unwind_frame_pointer
-from .jitdump_cfi import jitdump_cfi_applies, unwind_jitdump_cfi
 from .prologue import (known_start_applies, prologue_search_applies, unwind_known_start,
                        unwind_prologue_search)
 from .runtime_entries import unwind_runtime_entry
 from .stack_scan import unwind_stack_scan
 
-Strategy = Callable[[UnwindContext], Optional[Unwound]]
+if TYPE_CHECKING:  # not at run time: typing's Callable[...] is ~0.05 ms of the first bt
+    Strategy = Callable[[UnwindContext], Optional[Unwound]]
+
+
+def jitdump_cfi_applies(ctx: UnwindContext) -> bool:
+    """Whether a jitdump unwind table has a row for this frame's pc (per pc).  Its
+    module, and the .eh_frame reader it uses, are imported for the first pc a jitdump's
+    unwind record covers: most JITs write none, and each module costs the first bt."""
+    if ctx.regions.unwind_record_at(ctx.lookup_pc) is None:
+        return False
+    from . import jitdump_cfi
+    return jitdump_cfi.jitdump_cfi_applies(ctx)
+
+
+def unwind_jitdump_cfi(ctx: UnwindContext) -> Optional[Unwound]:
+    """jitdump_cfi's strategy, asked only where :func:`jitdump_cfi_applies` (the plan)."""
+    from . import jitdump_cfi
+    return jitdump_cfi.unwind_jitdump_cfi(ctx)
+
 
 # Most certain first.  Code whose JIT wrote its unwind table (a perf jitdump) follows
 # the table: the code generator knows its frames.  A function whose start we know is
