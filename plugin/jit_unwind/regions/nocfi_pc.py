@@ -1,0 +1,351 @@
+"""The code without CFI around one pc of a mapped file, and the function symbol there,
+found without the whole file's answer (regions/nocfi.py computes that: every FDE,
+every symbol; ~0.2 s for node's 76,000 FDEs and 110,000 symbols at the first ``bt`` of
+a session that has not kept it on disk).
+
+For one file address: a binary search of ``.eh_frame_hdr``'s table and the FDEs just
+before it say whether an FDE covers it and, if none does, the uncovered stretch around
+it (from the end of the FDEs before to the start of the next FDE, inside its code
+section), left out when it is only alignment padding, as the whole file's gaps are.
+The function symbols of that stretch are read once per stretch.  The same answers as
+the whole file's (tests/unit/test_nocfi_pc.py compares them at many pcs), where the file
+is what linkers write: FDEs from ``.eh_frame`` only (no ``.debug_frame`` here or in a
+separate debug file) through a standard search table; elsewhere the whole file's
+computation decides (UNKNOWN)."""
+
+import array
+import bisect
+import os
+import re
+import struct
+import sys
+from typing import Dict, List, Optional, Tuple
+
+from ..debug_files import by_build_id
+from ..elf_facts import kept
+from ..file_cache import FileCache
+from ..model import Region
+from ..rawelf import RawElf, file_bias, load_bias
+from ..unwind.eh_frame_hdr import table_words
+from .nocfi import (_FDE_HEADER, _FORMATS, _PADDING, _SYMBOL, MAX_FDES, MAX_FILES,
+                    SKIPPED_SECTIONS, SOURCE, _debug_files, _fde_encoding)
+
+UNKNOWN = object()  # this file's answer needs the whole file's computation
+# FDEs looked at before the pc's: one of them may reach past the pc (FDEs that overlap;
+# linkers warn about them).  An FDE reaching over more than this many others is not
+# seen here.
+LOOK_BACK = 16
+MAX_GAPS = 1024  # stretches remembered per file
+MAX_NAME = 1 << 16  # bytes of one symbol name read at most
+
+Gap = Tuple[int, int]
+Function = Tuple[int, int, str]
+
+
+class FileCode:
+    """What one file's pcs are looked up in: its code sections, its FDE table (words
+    as in the file, relative to ``.eh_frame_hdr``) and where its symbol tables are."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.exact = False  # False: UNKNOWN for every pc
+        # False: another CFI (.debug_frame, here or in the separate debug file) may
+        # cover what no FDE of .eh_frame does (UNKNOWN then)
+        self.complete = False
+        self.code: List[Tuple[int, int, int]] = []  # (start, end, file offset), sorted
+        self.starts = self.offsets = array.array("i")
+        self.base = self.frames_address = self.frames_offset = self.frames_size = 0
+        self.symbol_tables: List[Tuple[Tuple[int, int], Tuple[int, int]]] = []
+        self._readers: Dict[int, Optional[Tuple]] = {}
+        self._gaps: List[Gap] = []  # stretches found, sorted
+        self._functions: Dict[Gap, List[Function]] = {}
+        self._symbols: Optional[List] = None
+        with open(path, "rb") as handle:
+            elf = RawElf(handle, path)
+            self.loads = elf.loads
+            self._read(elf)
+
+    def _read(self, elf: RawElf) -> None:
+        sections = elf.sections
+        if elf.machine != 62:  # EM_X86_64: the whole file's answer is "none"
+            self.exact = True
+            return
+        self.code = sorted(
+            (s["sh_addr"], s["sh_addr"] + s["sh_size"], s["sh_offset"])
+            for s in sections.values()
+            if s["sh_type"] == "SHT_PROGBITS" and s["sh_flags"] & 0x4  # SHF_EXECINSTR
+            and s["sh_size"] and s.name not in SKIPPED_SECTIONS
+            and not s.name.startswith(".plt"))
+        header, frames = sections.get(".eh_frame_hdr"), sections.get(".eh_frame")
+        if not self.code:
+            self.exact = True
+            return
+        if header is None or frames is None or not frames["sh_size"]:
+            return
+        debug = by_build_id(elf)
+        self.complete = ".debug_frame" not in sections and not (
+            debug is not None and os.path.exists(debug))
+        try:
+            table = table_words(header.data(), MAX_FDES)
+        except ValueError:
+            return
+        if table is None or not table:
+            return
+        self.starts, self.offsets = table[0::2], table[1::2]
+        self.base, self.frames_address = header["sh_addr"], frames["sh_addr"]
+        self.frames_offset, self.frames_size = frames["sh_offset"], frames["sh_size"]
+        for symbols, strings in ((".symtab", ".strtab"), (".dynsym", ".dynstr")):
+            table_section, names = sections.get(symbols), sections.get(strings)
+            if table_section is not None and names is not None:
+                self.symbol_tables.append(
+                    ((table_section["sh_offset"], table_section["sh_size"]),
+                     (names["sh_offset"], names["sh_size"])))
+        self.exact = True
+
+    # -- the stretch without CFI around one file address ---------------------------
+    def gap_at(self, address: int):
+        """The (start, end) file addresses of the code without CFI holding
+        ``address``, None when CFI covers it or it is no code (or only padding),
+        UNKNOWN when this file's answer needs the whole computation (a pc no FDE of
+        .eh_frame covers in a file with other CFI)."""
+        if not self.exact:
+            return UNKNOWN
+        known = bisect.bisect_right(self._gaps, (address, float("inf"))) - 1
+        if known >= 0 and address < self._gaps[known][1]:
+            return self._gaps[known]
+        where = bisect.bisect_right(self.code, (address, float("inf"))) - 1
+        if where < 0 or address >= self.code[where][1]:
+            return None
+        section_start, section_end, section_offset = self.code[where]
+        try:
+            with open(self.path, "rb") as handle:
+                gap = self._uncovered(handle, address, section_start, section_end)
+                if gap is None or gap is UNKNOWN:
+                    return gap
+                if not self.complete:
+                    return UNKNOWN
+                low, high = gap
+                handle.seek(section_offset + low - section_start)
+                data = handle.read(high - low)
+        except (OSError, ValueError, IndexError, struct.error):
+            return UNKNOWN
+        if len(data) != high - low:
+            return UNKNOWN
+        if _PADDING.fullmatch(data):
+            return None
+        if len(self._gaps) >= MAX_GAPS:
+            self._gaps.clear()
+            self._functions.clear()
+        bisect.insort(self._gaps, gap)
+        return gap
+
+    def _uncovered(self, handle, address: int, section_start: int, section_end: int):
+        """The stretch no FDE covers around ``address`` inside its section (as
+        nocfi._subtract cuts it), None when an FDE covers it."""
+        starts, base = self.starts, self.base
+        at = bisect.bisect_right(starts, address - base) - 1
+        low = section_start
+        for index in range(at, max(at - LOOK_BACK, -1), -1):
+            size = self._fde_size(handle, index)
+            if size is None:
+                return UNKNOWN
+            end = base + starts[index] + size
+            if end > address:
+                return None
+            low = max(low, end)
+        high = section_end
+        if at + 1 < len(starts):
+            high = min(high, base + starts[at + 1])
+        return (low, high) if low <= address < high else None
+
+    def _fde_size(self, handle, index: int) -> Optional[int]:
+        """The address range of the FDE of table entry ``index``; None when it cannot
+        be read as the whole computation reads it."""
+        offset = self.base + self.offsets[index] - self.frames_address
+        if not 0 <= offset < self.frames_size:
+            return None
+        handle.seek(self.frames_offset + offset)
+        fde = handle.read(32)
+        length, cie_pointer = _FDE_HEADER.unpack_from(fde, 0)
+        if length == 0xFFFFFFFF:
+            return None
+        reader = self._reader(handle, offset + 4 - cie_pointer)
+        if reader is None:
+            return None
+        unpack, at = reader
+        return unpack(fde, at)[0]
+
+    def _reader(self, handle, cie: int) -> Optional[Tuple]:
+        if cie not in self._readers:
+            reader = None
+            if 0 <= cie < self.frames_size:
+                handle.seek(self.frames_offset + cie)
+                try:
+                    fmt = _FORMATS.get(_fde_encoding(handle.read(256), 0) & 0x0F)
+                except (ValueError, IndexError):
+                    fmt = None
+                if fmt is not None:
+                    reader = (struct.Struct(fmt).unpack_from, 8 + struct.calcsize(fmt))
+            self._readers[cie] = reader
+        return self._readers[cie]
+
+    # -- the function symbols of one stretch ---------------------------------------
+    def functions_in(self, gap: Gap) -> Tuple[int, List[Tuple[int, int, int]]]:
+        """(symbol table, its function symbols starting in ``gap`` as (start, end,
+        name offset), sorted): the ``.symtab``'s, or the ``.dynsym``'s without one
+        there.  Names are read for the symbol a pc asks about only (node's builtins
+        are 2,000 symbols); kept on disk per stretch (elf_facts.py)."""
+        functions = self._functions.get(gap)
+        if functions is None:
+            functions = self._functions[gap] = kept(
+                self.path, f"nocfi-pc-functions-{gap[0]:x}-{gap[1]:x}",
+                lambda _path: self._read_functions(*gap), _valid_functions, _debug_files)
+        return functions
+
+    def _read_functions(self, low: int, high: int) -> Tuple[int, List[Tuple[int, int, int]]]:
+        with open(self.path, "rb") as handle:
+            for number, (symbols, _names) in enumerate(self.symbol_tables):
+                data, values = self._symbol_table(handle, number, symbols)
+                found = set()
+                for index in _words_between(values, low, high):
+                    name, info, _other, _section, start, size = _SYMBOL.unpack_from(
+                        data, index * _SYMBOL.size)
+                    if info & 0xF == 2 and start and low <= start < high:  # STT_FUNC
+                        found.add((start, start + max(size, 1), name))
+                if found:
+                    return number, sorted(found)
+        return 0, []
+
+    def _symbol_table(self, handle, number: int, symbols: Tuple[int, int]):
+        """Symbol table ``number``'s bytes and its st_values as big-endian words (for
+        _words_between), read once per file."""
+        if self._symbols is None:
+            self._symbols = [None] * len(self.symbol_tables)
+        table = self._symbols[number]
+        if table is None:
+            offset, size = symbols
+            handle.seek(offset)
+            data = handle.read(size - size % _SYMBOL.size)
+            words = array.array("Q")
+            words.frombytes(data[:len(data) - len(data) % _SYMBOL.size])
+            values = words[1::3]  # Elf64_Sym: name and info, st_value, st_size
+            if sys.byteorder == "little":
+                values.byteswap()
+            table = self._symbols[number] = (data, values.tobytes())
+        return table
+
+    def name(self, number: int, at: int) -> str:
+        """The name at offset ``at`` of symbol table ``number``'s string table."""
+        with open(self.path, "rb") as handle:
+            return _name(handle, self.symbol_tables[number][1], at)
+
+
+def _words_between(words: bytes, low: int, high: int) -> List[int]:
+    """Indexes of the big-endian 64-bit ``words`` that may lie in [low, high): those
+    whose leading bytes are the range's and whose next byte is in its span (the
+    caller checks the bounds).  A regular expression runs over node's 110,000
+    st_values in ~2 ms, where a Python loop took ~6."""
+    if high <= low:
+        return []
+    first, last = low.to_bytes(8, "big"), (high - 1).to_bytes(8, "big")
+    same = 0
+    while same < 7 and first[same] == last[same]:
+        same += 1
+    pattern = b"".join(b"\\x%02x" % byte for byte in first[:same])
+    pattern += b"[\\x%02x-\\x%02x]" % (first[same], last[same])
+    search = re.compile(pattern).search
+    found = []
+    match = search(words)
+    while match is not None:
+        at = match.start()
+        if not at & 7:
+            found.append(at >> 3)
+        # on from the next word: a match across words must not hide the next one
+        match = search(words, (at | 7) + 1)
+    return found
+
+
+def _valid_functions(value) -> bool:
+    return (isinstance(value, tuple) and len(value) == 2 and type(value[0]) is int
+            and isinstance(value[1], list)
+            and all(isinstance(entry, tuple) and len(entry) == 3
+                    and all(type(n) is int for n in entry) for entry in value[1]))
+
+
+def _name(handle, names: Tuple[int, int], at: int) -> str:
+    offset, size = names
+    if not 0 <= at < size:
+        return ""
+    handle.seek(offset + at)
+    data = handle.read(min(256, size - at))  # most names; a longer one read again
+    end = data.find(b"\0")
+    if end < 0 and len(data) < min(MAX_NAME, size - at):
+        handle.seek(offset + at)
+        data = handle.read(min(MAX_NAME, size - at))
+        end = data.find(b"\0")
+    return data[:end if end >= 0 else None].decode("utf-8", "replace")
+
+
+# Per file: what its pcs are looked up in (None for a file that cannot be read)
+_files: FileCache[Optional[FileCode]] = FileCache(MAX_FILES)
+
+
+def file_code(path: str) -> Optional[FileCode]:
+    return _files.get(path, FileCode, None)
+
+
+def gap_at(path: str, file_address: int):
+    """The code without CFI of ``path`` holding ``file_address`` (FileCode.gap_at);
+    UNKNOWN for a file that cannot be read (the whole computation claims nothing)."""
+    code = file_code(path)
+    return UNKNOWN if code is None else code.gap_at(file_address)
+
+
+def function_at(path: str, file_address: int):
+    """The function symbol (start, end, name) starting in the code without CFI that
+    holds ``file_address`` and holding it: the last one starting at or before it, as
+    nocfi.function_at picks; None without; UNKNOWN as gap_at."""
+    code = file_code(path)
+    if code is None:
+        return UNKNOWN
+    gap = code.gap_at(file_address)
+    if gap is None or gap is UNKNOWN:
+        return gap
+    try:
+        number, functions = code.functions_in(gap)
+        index = bisect.bisect_right(functions, (file_address, float("inf"), 0)) - 1
+        if index < 0 or file_address >= functions[index][1]:
+            return None
+        # the symbols of that start and end: the greatest name, as a sorted list has last
+        start, end, _ = functions[index]
+        names = []
+        while index >= 0 and functions[index][:2] == (start, end) and len(names) < 64:
+            names.append(code.name(number, functions[index][2]))
+            index -= 1
+    except (OSError, ValueError, struct.error):
+        return UNKNOWN
+    return start, end, max(names)
+
+
+def region_at(mapping, mappings, address: int):
+    """The Region of code without CFI holding the run-time ``address`` in ``mapping``
+    (of a file), as nocfi.nocfi_regions would list it: the stretch at that mapping's
+    load bias, cut to the mapping, its owner the bias; None; UNKNOWN as gap_at."""
+    path = mapping.path
+    code = file_code(path)
+    if code is None:
+        return UNKNOWN
+    if not code.exact:
+        return UNKNOWN
+    main_bias = file_bias(path, [m for m in mappings if m.path == path], code.loads)
+    if main_bias is None:
+        return None
+    # A mapping list without file offsets (a minidump's) says offset 0 everywhere.
+    bias = load_bias(mapping, code.loads) if mapping.offset else main_bias
+    if bias is None:
+        return None
+    gap = code.gap_at(address - bias)
+    if gap is None or gap is UNKNOWN:
+        return gap
+    low, high = max(gap[0] + bias, mapping.start), min(gap[1] + bias, mapping.end)
+    return Region(low, high, SOURCE, path, owner=bias) if low <= address < high else None
