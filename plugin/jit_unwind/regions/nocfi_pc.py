@@ -26,7 +26,7 @@ from ..elf_facts import kept
 from ..file_cache import FileCache
 from ..model import Region
 from ..rawelf import RawElf, file_bias, load_bias
-from ..unwind.eh_frame_hdr import table_words
+from ..unwind.eh_frame_hdr import FdeIndex, search_index
 from .nocfi import (_FDE_HEADER, _FORMATS, _PADDING, _SYMBOL, MAX_FDES, MAX_FILES,
                     SKIPPED_SECTIONS, SOURCE, _debug_files, _fde_encoding)
 
@@ -53,8 +53,8 @@ class FileCode:
         # cover what no FDE of .eh_frame does (UNKNOWN then)
         self.complete = False
         self.code: List[Tuple[int, int, int]] = []  # (start, end, file offset), sorted
-        self.starts = self.offsets = array.array("i")
-        self.base = self.frames_address = self.frames_offset = self.frames_size = 0
+        self.fdes = FdeIndex([], [])  # .eh_frame_hdr's table, searched in place
+        self.frames_offset = self.frames_size = 0  # .eh_frame's place in the file
         self.symbol_tables: List[Tuple[Tuple[int, int], Tuple[int, int]]] = []
         self._readers: Dict[int, Optional[Tuple]] = {}
         self._gaps: List[Gap] = []  # stretches found, sorted
@@ -86,13 +86,13 @@ class FileCode:
         self.complete = ".debug_frame" not in sections and not (
             debug is not None and os.path.exists(debug))
         try:
-            table = table_words(header.data(), MAX_FDES)
+            fdes = search_index(header.data(), header["sh_addr"], frames["sh_addr"],
+                                MAX_FDES)
         except ValueError:
             return
-        if table is None or not table:
+        if fdes is None or not fdes:
             return
-        self.starts, self.offsets = table[0::2], table[1::2]
-        self.base, self.frames_address = header["sh_addr"], frames["sh_addr"]
+        self.fdes = fdes
         self.frames_offset, self.frames_size = frames["sh_offset"], frames["sh_size"]
         for symbols, strings in ((".symtab", ".strtab"), (".dynsym", ".dynstr")):
             table_section, names = sections.get(symbols), sections.get(strings)
@@ -142,26 +142,26 @@ class FileCode:
     def _uncovered(self, handle, address: int, section_start: int, section_end: int):
         """The stretch no FDE covers around ``address`` inside its section (as
         nocfi._subtract cuts it), None when an FDE covers it."""
-        starts, base = self.starts, self.base
-        at = bisect.bisect_right(starts, address - base) - 1
+        fdes = self.fdes
+        at = fdes.before(address)
         low = section_start
         for index in range(at, max(at - LOOK_BACK, -1), -1):
-            size = self._fde_size(handle, index)
+            start, offset = fdes[index]
+            size = self._fde_size(handle, offset)
             if size is None:
                 return UNKNOWN
-            end = base + starts[index] + size
+            end = start + size
             if end > address:
                 return None
             low = max(low, end)
         high = section_end
-        if at + 1 < len(starts):
-            high = min(high, base + starts[at + 1])
+        if at + 1 < len(fdes):
+            high = min(high, fdes[at + 1][0])
         return (low, high) if low <= address < high else None
 
-    def _fde_size(self, handle, index: int) -> Optional[int]:
-        """The address range of the FDE of table entry ``index``; None when it cannot
-        be read as the whole computation reads it."""
-        offset = self.base + self.offsets[index] - self.frames_address
+    def _fde_size(self, handle, offset: int) -> Optional[int]:
+        """The address range of the FDE at ``offset`` in .eh_frame; None when it
+        cannot be read as the whole computation reads it."""
         if not 0 <= offset < self.frames_size:
             return None
         handle.seek(self.frames_offset + offset)

@@ -11,13 +11,12 @@ the row starts) for ``cfi.caller_registers`` to evaluate.  What it does not deco
 (64-bit entries, an encoding or opcode not listed) gives no row: no rules rather than
 wrong ones."""
 
-import bisect
 import struct
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from ..leb128 import read_sleb, read_uleb
 from ..rawelf import RawElf
-from .eh_frame_hdr import read_search_table
+from .eh_frame_hdr import FdeIndex, search_index
 
 MAX_INSTRUCTIONS = 100_000  # in one CIE or FDE: a bound against garbage
 MAX_STATES = 64  # remembered with DW_CFA_remember_state
@@ -69,15 +68,15 @@ class _Cie(NamedTuple):
 
 
 def search_table(header: bytes, header_address: int, frames_address: int,
-                 frames_size: int) -> Optional[Tuple[List[int], List[int]]]:
-    """(FDE starts, FDE offsets in .eh_frame), sorted by start, from .eh_frame_hdr's
-    binary search table (``eh_frame_hdr``); None for a table in another encoding, cut
-    short, or pointing outside ``.eh_frame``."""
+                 frames_size: int) -> Optional[FdeIndex]:
+    """The FDEs of .eh_frame_hdr's binary search table (``eh_frame_hdr``), its words
+    searched in place; None for a table in another encoding, cut short, or pointing
+    outside ``.eh_frame``."""
     try:
-        index = read_search_table(header, header_address, frames_address, MAX_FDES)
+        index = search_index(header, header_address, frames_address, MAX_FDES)
     except ValueError:
         return None
-    if index is None or any(not 0 <= offset < frames_size for offset in index[1]):
+    if index is None or not index.offsets_within(frames_size):
         return None
     return index
 
@@ -86,14 +85,11 @@ class EhFrame:
     """The ``.eh_frame`` bytes ``data`` placed at ``address``, with a sorted index of
     its FDEs (``index``: starts and offsets, from a search table; scanned when None)."""
 
-    def __init__(self, data: bytes, address: int,
-                 index: Optional[Tuple[List[int], List[int]]] = None):
+    def __init__(self, data: bytes, address: int, index: Optional[FdeIndex] = None):
         self.data, self.address = data, address
         self._cies: Dict[int, _Cie] = {}
         self._rows_at: Dict[int, Optional[dict]] = {}  # a stack's pcs repeat
-        if index is None:
-            index = self._scan()
-        self._starts, self._offsets = index
+        self.index = self._scan() if index is None else index
 
     @classmethod
     def of_file(cls, path: str) -> Optional["EhFrame"]:
@@ -122,18 +118,18 @@ class EhFrame:
         return row
 
     def _decoded_row_at(self, pc: int) -> Optional[dict]:
-        index = bisect.bisect_right(self._starts, pc) - 1
+        index = self.index.before(pc)
         if index < 0:
             return None
         try:
-            return self._row(self._starts[index], self._offsets[index], pc)
+            return self._row(*self.index[index], pc)
         except (Unsupported, IndexError, ValueError, struct.error, KeyError):
             return None
 
     def fdes(self) -> List[Tuple[int, int, int]]:
         """(start, end, offset) of every FDE whose header can be read, by start."""
         found = []
-        for start, offset in zip(self._starts, self._offsets):
+        for start, offset in self.index:
             try:
                 _cie, _at, size, _end = self._fde(offset)
             except (Unsupported, IndexError, ValueError, struct.error, KeyError):
@@ -180,7 +176,7 @@ class EhFrame:
         row["pc"] = start
         return self._run(at, end, cie, row, pc, table)
 
-    def _scan(self) -> Tuple[List[int], List[int]]:
+    def _scan(self) -> FdeIndex:
         """The index of every FDE, for a section without a search table (a jitdump's,
         a file linked without --eh-frame-hdr)."""
         data, at, found = self.data, 0, []
@@ -203,7 +199,7 @@ class EhFrame:
                     found.append((value & 0xFFFFFFFFFFFFFFFF, at))
             at += 4 + length
         found.sort()
-        return [item[0] for item in found], [item[1] for item in found]
+        return FdeIndex([item[0] for item in found], [item[1] for item in found])
 
     def _cie(self, offset: int) -> _Cie:
         found = self._cies.get(offset)
