@@ -12,7 +12,8 @@ the row starts) for ``cfi.caller_registers`` to evaluate.  What it does not deco
 wrong ones."""
 
 import struct
-from typing import Dict, List, NamedTuple, Optional, Tuple
+from operator import itemgetter
+from typing import Dict, List, Optional, Tuple
 
 from ..leb128 import read_sleb, read_uleb
 from ..rawelf import RawElf
@@ -33,15 +34,45 @@ class Unsupported(Exception):
     """Something this reader does not decode: no rules there."""
 
 
-class CFARule(NamedTuple):
-    reg: Optional[int]
-    offset: int
-    expr: Optional[bytes] = None
+# The rules are tuples with named fields, written out: typing.NamedTuple's class
+# machinery cost ~0.5 ms of the import, at a JIT process's first bt.
+class CFARule(tuple):
+    """(reg, offset, expr): the CFA is register ``reg`` plus ``offset``, or the value
+    of the DWARF expression ``expr`` (reg None)."""
+
+    __slots__ = ()
+
+    def __new__(cls, reg: Optional[int], offset: int, expr: Optional[bytes] = None):
+        return tuple.__new__(cls, (reg, offset, expr))
+
+    def __getnewargs__(self):
+        return tuple(self)
+
+    def __repr__(self) -> str:
+        return f"CFARule(reg={self[0]!r}, offset={self[1]!r}, expr={self[2]!r})"
+
+    reg = property(itemgetter(0))
+    offset = property(itemgetter(1))
+    expr = property(itemgetter(2))
 
 
-class RegisterRule(NamedTuple):
-    type: str  # OFFSET, VAL_OFFSET, REGISTER, SAME_VALUE, UNDEFINED, (VAL_)EXPRESSION
-    arg: object = None
+class RegisterRule(tuple):
+    """(type, arg): OFFSET, VAL_OFFSET, REGISTER, SAME_VALUE, UNDEFINED,
+    (VAL_)EXPRESSION and its operand."""
+
+    __slots__ = ()
+
+    def __new__(cls, type: str, arg: object = None):
+        return tuple.__new__(cls, (type, arg))
+
+    def __getnewargs__(self):
+        return tuple(self)
+
+    def __repr__(self) -> str:
+        return f"RegisterRule(type={self[0]!r}, arg={self[1]!r})"
+
+    type = property(itemgetter(0))
+    arg = property(itemgetter(1))
 
 
 def _pointer_format(encoding: int) -> str:
@@ -59,12 +90,15 @@ def _address_format(encoding: int) -> str:
     return _pointer_format(encoding)
 
 
-class _Cie(NamedTuple):
-    code_align: int
-    data_align: int
-    fde_encoding: int
-    augmented: bool  # 'z': FDEs have augmentation data
-    initial: Dict  # the row its initial instructions leave (CFA and register rules)
+class _Cie:
+    __slots__ = ("code_align", "data_align", "fde_encoding", "augmented", "initial")
+
+    def __init__(self, code_align: int, data_align: int, fde_encoding: int,
+                 augmented: bool, initial: Dict):
+        self.code_align, self.data_align = code_align, data_align
+        self.fde_encoding = fde_encoding
+        self.augmented = augmented  # 'z': FDEs have augmentation data
+        self.initial = initial  # the row its initial instructions leave (CFA and registers)
 
 
 def search_table(header: bytes, header_address: int, frames_address: int,
@@ -244,7 +278,8 @@ class EhFrame:
                     raise Unsupported(f"augmentation {augmentation!r}")
         cie = _Cie(code_align, data_align, encoding, augmented, {})
         initial = self._run(at, end, cie, {"cfa": CFARule(None, 0), "pc": 0}, None)
-        return cie._replace(initial={k: v for k, v in initial.items() if k != "pc"})
+        cie.initial = {k: v for k, v in initial.items() if k != "pc"}
+        return cie
 
     def _run(self, at: int, end: int, cie: _Cie, row: dict, pc: Optional[int],
              table: Optional[List[dict]] = None) -> dict:
