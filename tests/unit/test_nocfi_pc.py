@@ -144,3 +144,35 @@ def test_words_between_finds_a_word_a_match_across_words_would_hide():
     assert nocfi_pc._words_between(words, low, high) == [1, 2]
     assert nocfi_pc._words_between(words, 0x0101010101017777, 0x0101010101017778) == [2]
     assert nocfi_pc._words_between(words, 5, 5) == []
+
+
+def test_a_stretchs_functions_are_kept_on_disk(monkeypatch):
+    """The function symbols of a stretch are read once, then read back from
+    $XDG_CACHE_HOME/jit-unwind/elf-facts by the next session (the same names); a
+    damaged entry is read again."""
+    gaps = nocfi._compute_gaps(NODE)
+    symbols = nocfi._read_function_symbols(NODE)
+    low, high = max(gaps, key=lambda gap: gap[1] - gap[0])
+    pcs = [start + 1 for start, end, _name in symbols if low <= start < high][::97]
+    read = []
+    original = nocfi_pc.FileCode._read_functions
+
+    def counted(self, *stretch):
+        read.append(stretch)
+        return original(self, *stretch)
+
+    monkeypatch.setattr(nocfi_pc.FileCode, "_read_functions", counted)
+
+    def session():
+        nocfi_pc._files.clear()
+        return [nocfi_pc.function_at(NODE, pc) for pc in pcs]
+
+    first = session()
+    assert read == [(low, high)] and len(pcs) > 10
+    assert first == [_whole_function(symbols, pc) for pc in pcs]
+    assert session() == first and read == [(low, high)]
+    cache = os.path.join(os.environ["XDG_CACHE_HOME"], "jit-unwind", "elf-facts")
+    entry, = [name for name in os.listdir(cache) if "-nocfi-pc-functions-" in name]
+    with open(os.path.join(cache, entry), "wb") as handle:
+        handle.write(b"\x00garbage")
+    assert session() == first and len(read) == 2

@@ -197,10 +197,17 @@ class FileCode:
         are 2,000 symbols); kept on disk per stretch (elf_facts.py)."""
         functions = self._functions.get(gap)
         if functions is None:
-            functions = self._functions[gap] = kept(
-                self.path, f"nocfi-pc-functions-{gap[0]:x}-{gap[1]:x}",
-                lambda _path: self._read_functions(*gap), _valid_functions, _debug_files)
+            # kept flat (start, end, name offset, start, ...): checked at C speed
+            number, flat = kept(self.path, f"nocfi-pc-functions-{gap[0]:x}-{gap[1]:x}",
+                                lambda _path: self._flat_functions(*gap), _valid_functions,
+                                _debug_files)
+            functions = self._functions[gap] = (
+                number, list(zip(flat[0::3], flat[1::3], flat[2::3])))
         return functions
+
+    def _flat_functions(self, low: int, high: int) -> Tuple[int, List[int]]:
+        number, functions = self._read_functions(low, high)
+        return number, [n for function in functions for n in function]
 
     def _read_functions(self, low: int, high: int) -> Tuple[int, List[Tuple[int, int, int]]]:
         with open(self.path, "rb") as handle:
@@ -266,10 +273,9 @@ def _words_between(words: bytes, low: int, high: int) -> List[int]:
 
 
 def _valid_functions(value) -> bool:
-    return (isinstance(value, tuple) and len(value) == 2 and type(value[0]) is int
-            and isinstance(value[1], list)
-            and all(isinstance(entry, tuple) and len(entry) == 3
-                    and all(type(n) is int for n in entry) for entry in value[1]))
+    return (type(value) is tuple and len(value) == 2 and type(value[0]) is int
+            and type(value[1]) is list and len(value[1]) % 3 == 0
+            and set(map(type, value[1])) <= {int})
 
 
 def _name(handle, names: Tuple[int, int], at: int) -> str:
@@ -327,25 +333,34 @@ def function_at(path: str, file_address: int):
     return start, end, max(names)
 
 
-def region_at(mapping, mappings, address: int):
+def main_bias(path: str, mappings):
+    """The load bias of ``path``'s own mapping in ``mappings`` (nocfi_regions' test
+    that the file is mapped as linked), None without; UNKNOWN as gap_at.  Once per
+    file and mapping list: node's are a few hundred mappings."""
+    code = file_code(path)
+    if code is None or not code.exact:
+        return UNKNOWN
+    return file_bias(path, [m for m in mappings if m.path == path], code.loads)
+
+
+def region_at(mapping, address: int, file_bias_now):
     """The Region of code without CFI holding the run-time ``address`` in ``mapping``
     (of a file), as nocfi.nocfi_regions would list it: the stretch at that mapping's
-    load bias, cut to the mapping, its owner the bias; None; UNKNOWN as gap_at."""
-    path = mapping.path
-    code = file_code(path)
+    load bias, cut to the mapping, its owner the bias; None; UNKNOWN as gap_at.
+    ``file_bias_now``: main_bias's answer for the file."""
+    if file_bias_now is UNKNOWN:
+        return UNKNOWN
+    if file_bias_now is None:
+        return None
+    code = file_code(mapping.path)
     if code is None:
         return UNKNOWN
-    if not code.exact:
-        return UNKNOWN
-    main_bias = file_bias(path, [m for m in mappings if m.path == path], code.loads)
-    if main_bias is None:
-        return None
     # A mapping list without file offsets (a minidump's) says offset 0 everywhere.
-    bias = load_bias(mapping, code.loads) if mapping.offset else main_bias
+    bias = load_bias(mapping, code.loads) if mapping.offset else file_bias_now
     if bias is None:
         return None
     gap = code.gap_at(address - bias)
     if gap is None or gap is UNKNOWN:
         return gap
     low, high = max(gap[0] + bias, mapping.start), min(gap[1] + bias, mapping.end)
-    return Region(low, high, SOURCE, path, owner=bias) if low <= address < high else None
+    return Region(low, high, SOURCE, mapping.path, owner=bias) if low <= address < high else None
