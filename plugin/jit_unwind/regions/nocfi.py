@@ -45,7 +45,7 @@ def uncovered_ranges(path: str) -> List[Tuple[int, int]]:
     """File-address ranges of code in ``path`` without CFI (cached per file, in memory
     and on disk)."""
     return _gaps.get(path, lambda path: kept(path, "nocfi-gaps", _compute_gaps, _valid_gaps,
-                                             _debug_files), [])
+                                             debug_files_of), [])
 
 
 def _valid_gaps(value) -> bool:
@@ -90,7 +90,7 @@ def _compute_gaps(path: str) -> List[Tuple[int, int]]:
             for gap_start, gap_end in _subtract(start, end, covered):
                 if data is None:
                     data = section.data()
-                if not _PADDING.fullmatch(data, gap_start - start, gap_end - start):
+                if not PADDING.fullmatch(data, gap_start - start, gap_end - start):
                     gaps.append((gap_start, gap_end))
         return sorted(gaps)
 
@@ -132,19 +132,19 @@ def _padding_pattern() -> "re.Pattern":
                       .encode("latin-1"), re.DOTALL)
 
 
-_PADDING = _padding_pattern()
+PADDING = _padding_pattern()
 
 
 def _is_padding(code: bytes) -> bool:
     """True for nops, int3 and zero bytes only: alignment between functions."""
-    return _PADDING.fullmatch(code) is not None
+    return PADDING.fullmatch(code) is not None
 
 
 # -- .eh_frame through .eh_frame_hdr ---------------------------------------------------
 
 
 
-_FORMATS = {0x2: "<H", 0x3: "<I", 0x4: "<Q", 0xA: "<h", 0xB: "<i", 0xC: "<q", 0x0: "<Q"}
+POINTER_FORMATS = {0x2: "<H", 0x3: "<I", 0x4: "<Q", 0xA: "<h", 0xB: "<i", 0xC: "<q", 0x0: "<Q"}
 
 
 def _eh_frame_ranges(elf: RawElf) -> Optional[List[Tuple[int, int]]]:
@@ -171,7 +171,7 @@ def _ranges_from_header(header, eh_frame) -> Optional[List[Tuple[int, int]]]:
         return None
     # per CIE: how to read its FDEs' address range (an unpacker, its offset in the FDE)
     readers: Dict[int, Tuple] = {}
-    header_of = _FDE_HEADER.unpack_from
+    header_of = FDE_HEADER.unpack_from
     ranges = []
     append = ranges.append
     for start, offset in zip(*index):
@@ -181,7 +181,7 @@ def _ranges_from_header(header, eh_frame) -> Optional[List[Tuple[int, int]]]:
         cie = offset + 4 - cie_pointer
         reader = readers.get(cie)
         if reader is None:
-            fmt = _FORMATS.get(_fde_encoding(frames, cie) & 0x0F)
+            fmt = POINTER_FORMATS.get(fde_encoding(frames, cie) & 0x0F)
             if fmt is None:
                 return None
             reader = readers[cie] = (struct.Struct(fmt).unpack_from, 8 + struct.calcsize(fmt))
@@ -190,10 +190,10 @@ def _ranges_from_header(header, eh_frame) -> Optional[List[Tuple[int, int]]]:
     return ranges
 
 
-_FDE_HEADER = struct.Struct("<Ii")  # length, CIE pointer
+FDE_HEADER = struct.Struct("<Ii")  # length, CIE pointer
 
 
-def _fde_encoding(frames: bytes, cie: int) -> int:
+def fde_encoding(frames: bytes, cie: int) -> int:
     """The pointer encoding a CIE's 'R' augmentation gives its FDEs (absptr without)."""
     pos = cie + 8  # length, CIE id
     version = frames[pos]
@@ -216,7 +216,7 @@ def _fde_encoding(frames: bytes, cie: int) -> int:
         if letter == "L":
             pos += 1
         elif letter == "P":
-            fmt = _FORMATS.get(frames[pos] & 0x0F)
+            fmt = POINTER_FORMATS.get(frames[pos] & 0x0F)
             if fmt is None:
                 raise ValueError("personality encoding")
             pos += 1 + struct.calcsize(fmt)
@@ -244,7 +244,7 @@ def _debug_frame_ranges(elf: RawElf) -> List[Tuple[int, int]]:
         return []
 
 
-def _debug_files(path: str) -> List[str]:
+def debug_files_of(path: str) -> List[str]:
     """The other files ``path``'s gaps depend on: its separate debug file, there or
     not (one installed later covers more)."""
     with open(path, "rb") as handle:
@@ -320,7 +320,7 @@ def _function_symbols(path: str) -> List[Tuple[int, int, str]]:
     """Function symbols (file addresses) that lie in the file's gaps (cached on disk:
     node's 110,000 symbols cost ~40 ms to look through)."""
     return kept(path, "nocfi-functions", _read_function_symbols, _valid_functions,
-                _debug_files)
+                debug_files_of)
 
 
 def _read_function_symbols(path: str) -> List[Tuple[int, int, str]]:
@@ -336,8 +336,8 @@ def _read_function_symbols(path: str) -> List[Tuple[int, int, str]]:
                 continue
             data = section.data()
             names_data = None
-            for name, info, _other, _index, start, size in _SYMBOL.iter_unpack(
-                    data[:len(data) - len(data) % _SYMBOL.size]):
+            for name, info, _other, _index, start, size in ELF64_SYMBOL.iter_unpack(
+                    data[:len(data) - len(data) % ELF64_SYMBOL.size]):
                 if info & 0xF != 2 or not start:  # STT_FUNC
                     continue
                 index = bisect.bisect_right(gaps, (start, float("inf"))) - 1
@@ -353,4 +353,4 @@ def _read_function_symbols(path: str) -> List[Tuple[int, int, str]]:
     return sorted(set(found))
 
 
-_SYMBOL = struct.Struct("<IBBHQQ")  # Elf64_Sym
+ELF64_SYMBOL = struct.Struct("<IBBHQQ")  # Elf64_Sym

@@ -7,11 +7,13 @@ For one file address: a binary search of ``.eh_frame_hdr``'s table and the FDEs 
 before it say whether an FDE covers it and, if none does, the uncovered stretch around
 it (from the end of the FDEs before to the start of the next FDE, inside its code
 section), left out when it is only alignment padding, as the whole file's gaps are.
-The function symbols of that stretch are read once per stretch.  The same answers as
-the whole file's (tests/unit/test_nocfi_pc.py compares them at many pcs), where the file
-is what linkers write: FDEs from ``.eh_frame`` only (no ``.debug_frame`` here or in a
-separate debug file) through a standard search table; elsewhere the whole file's
-computation decides (UNKNOWN)."""
+The function symbols starting in that stretch are found once per stretch (a regular
+expression over the symbol table's values) and kept on disk (elf_facts.py).  The same
+answers as the whole file's (tests/unit/test_nocfi_pc.py compares them at many pcs)
+where the file is what linkers write: a standard search table over ``.eh_frame``.
+A pc no FDE covers in a file with a ``.debug_frame`` (its own or its separate debug
+file's, which may cover it) and any pc of a file without such a table are the whole
+file's computation's to answer (UNKNOWN)."""
 
 import array
 import bisect
@@ -27,8 +29,8 @@ from ..file_cache import FileCache
 from ..model import Region
 from ..rawelf import RawElf, file_bias, load_bias
 from ..unwind.eh_frame_hdr import FdeIndex, search_index
-from .nocfi import (_FDE_HEADER, _FORMATS, _PADDING, _SYMBOL, MAX_FDES, MAX_FILES,
-                    SKIPPED_SECTIONS, SOURCE, _debug_files, _fde_encoding)
+from .nocfi import (FDE_HEADER, POINTER_FORMATS, PADDING, ELF64_SYMBOL, MAX_FDES, MAX_FILES,
+                    SKIPPED_SECTIONS, SOURCE, debug_files_of, fde_encoding)
 
 UNKNOWN = object()  # this file's answer needs the whole file's computation
 # FDEs looked at before the pc's: one of them may reach past the pc (FDEs that overlap;
@@ -39,12 +41,13 @@ MAX_GAPS = 1024  # stretches remembered per file
 MAX_NAME = 1 << 16  # bytes of one symbol name read at most
 
 Gap = Tuple[int, int]
-Function = Tuple[int, int, str]
+# (symbol table number, [(start, end, name offset)] sorted): a stretch's functions
+Functions = Tuple[int, List[Tuple[int, int, int]]]
 
 
 class FileCode:
-    """What one file's pcs are looked up in: its code sections, its FDE table (words
-    as in the file, relative to ``.eh_frame_hdr``) and where its symbol tables are."""
+    """What one file's pcs are looked up in: its code sections, its FDE table (searched
+    in place) and where its symbol tables are."""
 
     def __init__(self, path: str):
         self.path = path
@@ -58,7 +61,7 @@ class FileCode:
         self.symbol_tables: List[Tuple[Tuple[int, int], Tuple[int, int]]] = []
         self._readers: Dict[int, Optional[Tuple]] = {}
         self._gaps: List[Gap] = []  # stretches found, sorted
-        self._functions: Dict[Gap, List[Function]] = {}
+        self._functions: Dict[Gap, Functions] = {}
         self._symbols: Optional[List] = None
         with open(path, "rb") as handle:
             elf = RawElf(handle, path)
@@ -131,7 +134,7 @@ class FileCode:
             return UNKNOWN
         if len(data) != high - low:
             return UNKNOWN
-        if _PADDING.fullmatch(data):
+        if PADDING.fullmatch(data):
             return None
         if len(self._gaps) >= MAX_GAPS:
             self._gaps.clear()
@@ -166,7 +169,7 @@ class FileCode:
             return None
         handle.seek(self.frames_offset + offset)
         fde = handle.read(32)
-        length, cie_pointer = _FDE_HEADER.unpack_from(fde, 0)
+        length, cie_pointer = FDE_HEADER.unpack_from(fde, 0)
         if length == 0xFFFFFFFF:
             return None
         reader = self._reader(handle, offset + 4 - cie_pointer)
@@ -181,7 +184,7 @@ class FileCode:
             if 0 <= cie < self.frames_size:
                 handle.seek(self.frames_offset + cie)
                 try:
-                    fmt = _FORMATS.get(_fde_encoding(handle.read(256), 0) & 0x0F)
+                    fmt = POINTER_FORMATS.get(fde_encoding(handle.read(256), 0) & 0x0F)
                 except (ValueError, IndexError):
                     fmt = None
                 if fmt is not None:
@@ -190,7 +193,7 @@ class FileCode:
         return self._readers[cie]
 
     # -- the function symbols of one stretch ---------------------------------------
-    def functions_in(self, gap: Gap) -> Tuple[int, List[Tuple[int, int, int]]]:
+    def functions_in(self, gap: Gap) -> Functions:
         """(symbol table, its function symbols starting in ``gap`` as (start, end,
         name offset), sorted): the ``.symtab``'s, or the ``.dynsym``'s without one
         there.  Names are read for the symbol a pc asks about only (node's builtins
@@ -200,7 +203,7 @@ class FileCode:
             # kept flat (start, end, name offset, start, ...): checked at C speed
             number, flat = kept(self.path, f"nocfi-pc-functions-{gap[0]:x}-{gap[1]:x}",
                                 lambda _path: self._flat_functions(*gap), _valid_functions,
-                                _debug_files)
+                                debug_files_of)
             functions = self._functions[gap] = (
                 number, list(zip(flat[0::3], flat[1::3], flat[2::3])))
         return functions
@@ -209,14 +212,14 @@ class FileCode:
         number, functions = self._read_functions(low, high)
         return number, [n for function in functions for n in function]
 
-    def _read_functions(self, low: int, high: int) -> Tuple[int, List[Tuple[int, int, int]]]:
+    def _read_functions(self, low: int, high: int) -> Functions:
         with open(self.path, "rb") as handle:
             for number, (symbols, _names) in enumerate(self.symbol_tables):
                 data, values = self._symbol_table(handle, number, symbols)
                 found = set()
                 for index in _words_between(values, low, high):
-                    name, info, _other, _section, start, size = _SYMBOL.unpack_from(
-                        data, index * _SYMBOL.size)
+                    name, info, _other, _section, start, size = ELF64_SYMBOL.unpack_from(
+                        data, index * ELF64_SYMBOL.size)
                     if info & 0xF == 2 and start and low <= start < high:  # STT_FUNC
                         found.add((start, start + max(size, 1), name))
                 if found:
@@ -232,9 +235,9 @@ class FileCode:
         if table is None:
             offset, size = symbols
             handle.seek(offset)
-            data = handle.read(size - size % _SYMBOL.size)
+            data = handle.read(size - size % ELF64_SYMBOL.size)
             words = array.array("Q")
-            words.frombytes(data[:len(data) - len(data) % _SYMBOL.size])
+            words.frombytes(data[:len(data) - len(data) % ELF64_SYMBOL.size])
             values = words[1::3]  # Elf64_Sym: name and info, st_value, st_size
             if sys.byteorder == "little":
                 values.byteswap()
