@@ -216,12 +216,12 @@ class FileCode:
         with open(self.path, "rb") as handle:
             for number, (symbols, _names) in enumerate(self.symbol_tables):
                 data, values = self._symbol_table(handle, number, symbols)
-                found = set()
-                for index in _words_between(values, low, high):
-                    name, info, _other, _section, start, size = ELF64_SYMBOL.unpack_from(
-                        data, index * ELF64_SYMBOL.size)
-                    if info & 0xF == 2 and start and low <= start < high:  # STT_FUNC
-                        found.add((start, start + max(size, 1), name))
+                unpack, size = ELF64_SYMBOL.unpack_from, ELF64_SYMBOL.size
+                found = {(start, start + (length or 1), name)
+                         for name, info, _other, _section, start, length in (
+                             unpack(data, index * size)
+                             for index in _words_between(values, low, high))
+                         if info & 0xF == 2 and start and low <= start < high}  # STT_FUNC
                 if found:
                     return number, sorted(found)
         return 0, []
@@ -236,9 +236,10 @@ class FileCode:
             offset, size = symbols
             handle.seek(offset)
             data = handle.read(size - size % ELF64_SYMBOL.size)
-            words = array.array("Q")
-            words.frombytes(data[:len(data) - len(data) % ELF64_SYMBOL.size])
-            values = words[1::3]  # Elf64_Sym: name and info, st_value, st_size
+            data = data[:len(data) - len(data) % ELF64_SYMBOL.size]
+            values = array.array("Q")
+            # Elf64_Sym's words: name and info, st_value, st_size
+            values.frombytes(memoryview(data).cast("Q")[1::3].tobytes())
             if sys.byteorder == "little":
                 values.byteswap()
             table = self._symbols[number] = (data, values.tobytes())
