@@ -332,7 +332,7 @@ def function_at(path: str, file_address: int):
         while index >= 0 and functions[index][:2] == (start, end) and len(names) < 64:
             names.append(code.name(number, functions[index][2]))
             index -= 1
-    except (OSError, ValueError, struct.error):
+    except (OSError, ValueError, IndexError, struct.error):
         return UNKNOWN
     return start, end, max(names)
 
