@@ -237,11 +237,11 @@ class RegionMap:
         ranges = self.memo.get(key)
         if ranges is None:
             from .nocfi import nocfi_regions
-            from .nocfi_pc import UNKNOWN, main_bias, region_at
-            bias_key = (RegionSource.NOCFI, "bias", mapping.path)
-            if bias_key not in self.memo:
-                self.memo[bias_key] = main_bias(mapping.path, self.mappings)
-            region = region_at(mapping, address, self.memo[bias_key])
+            from .nocfi_pc import UNKNOWN, file_view, region_at
+            view_key = (RegionSource.NOCFI, "view", mapping.path)
+            if view_key not in self.memo:
+                self.memo[view_key] = file_view(mapping.path, self.mappings)
+            region = region_at(mapping, address, self.memo[view_key])
             if region is not UNKNOWN:
                 return region  # one pc's answer: the file's gaps are not needed
             ranges = self.memo[key] = _SortedRanges(nocfi_regions(mapping.path, self.mappings))

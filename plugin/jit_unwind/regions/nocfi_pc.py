@@ -37,7 +37,7 @@ UNKNOWN = object()  # this file's answer needs the whole file's computation
 # linkers warn about them).  An FDE reaching over more than this many others is not
 # seen here.
 LOOK_BACK = 16
-MAX_GAPS = 1024  # stretches remembered per file
+MAX_KNOWN = 4096  # answers remembered per file (FDE ranges, stretches)
 MAX_NAME = 1 << 16  # bytes of one symbol name read at most
 
 Gap = Tuple[int, int]
@@ -60,7 +60,10 @@ class FileCode:
         self.frames_offset = self.frames_size = 0  # .eh_frame's place in the file
         self.symbol_tables: List[Tuple[Tuple[int, int], Tuple[int, int]]] = []
         self._readers: Dict[int, Optional[Tuple]] = {}
-        self._gaps: List[Gap] = []  # stretches found, sorted
+        # (start, end, answer) sorted: FDE ranges and padding (()), stretches (Gap),
+        # so that a pc asked again (by the unwinder, then for its name) reads nothing
+        self._known: List[Tuple[int, int, tuple]] = []
+        self._names: Dict[Tuple[int, int], str] = {}
         self._functions: Dict[Gap, Functions] = {}
         self._symbols: Optional[List] = None
         with open(path, "rb") as handle:
@@ -113,9 +116,9 @@ class FileCode:
         .eh_frame covers in a file with other CFI)."""
         if not self.exact:
             return UNKNOWN
-        known = bisect.bisect_right(self._gaps, (address, float("inf"))) - 1
-        if known >= 0 and address < self._gaps[known][1]:
-            return self._gaps[known]
+        known = bisect.bisect_right(self._known, (address, float("inf"))) - 1
+        if known >= 0 and address < self._known[known][1]:
+            return self._known[known][2] or None
         where = bisect.bisect_right(self.code, (address, float("inf"))) - 1
         if where < 0 or address >= self.code[where][1]:
             return None
@@ -128,19 +131,20 @@ class FileCode:
                 if not self.complete:
                     return UNKNOWN
                 low, high = gap
-                handle.seek(section_offset + low - section_start)
-                data = handle.read(high - low)
+                padding = _only_padding(handle, section_offset + low - section_start,
+                                        high - low)
         except (OSError, ValueError, IndexError, struct.error):
             return UNKNOWN
-        if len(data) != high - low:
+        if padding is None:
             return UNKNOWN
-        if PADDING.fullmatch(data):
-            return None
-        if len(self._gaps) >= MAX_GAPS:
-            self._gaps.clear()
-            self._functions.clear()
-        bisect.insort(self._gaps, gap)
-        return gap
+        answer = None if padding else gap
+        self._remember(gap[0], gap[1], answer)
+        return answer
+
+    def _remember(self, start: int, end: int, answer: Optional[Gap]) -> None:
+        if len(self._known) >= MAX_KNOWN:
+            self._known.clear()
+        bisect.insort(self._known, (start, end, answer or ()))
 
     def _uncovered(self, handle, address: int, section_start: int, section_end: int):
         """The stretch no FDE covers around ``address`` inside its section (as
@@ -155,6 +159,7 @@ class FileCode:
                 return UNKNOWN
             end = start + size
             if end > address:
+                self._remember(start, end, None)
                 return None
             low = max(low, end)
         high = section_end
@@ -200,17 +205,25 @@ class FileCode:
         are 2,000 symbols); kept on disk per stretch (elf_facts.py)."""
         functions = self._functions.get(gap)
         if functions is None:
-            # kept flat (start, end, name offset, start, ...): checked at C speed
-            number, flat = kept(self.path, f"nocfi-pc-functions-{gap[0]:x}-{gap[1]:x}",
-                                lambda _path: self._flat_functions(*gap), _valid_functions,
-                                debug_files_of)
+            # kept as the bytes of 64-bit words (start, end, name offset, start, ...):
+            # marshal reads a file's list of ints item by item, ~3 ms for node's
+            number, packed = kept(self.path, f"nocfi-pc-functions-{gap[0]:x}-{gap[1]:x}",
+                                  lambda _path: self._packed_functions(*gap),
+                                  _valid_functions, debug_files_of)
+            words = array.array("Q")
+            words.frombytes(packed)
+            if sys.byteorder == "big":
+                words.byteswap()  # kept little-endian
             functions = self._functions[gap] = (
-                number, list(zip(flat[0::3], flat[1::3], flat[2::3])))
+                number, list(zip(words[0::3], words[1::3], words[2::3])))
         return functions
 
-    def _flat_functions(self, low: int, high: int) -> Tuple[int, List[int]]:
+    def _packed_functions(self, low: int, high: int) -> Tuple[int, bytes]:
         number, functions = self._read_functions(low, high)
-        return number, [n for function in functions for n in function]
+        words = array.array("Q", [n for function in functions for n in function])
+        if sys.byteorder == "big":
+            words.byteswap()
+        return number, words.tobytes()
 
     def _read_functions(self, low: int, high: int) -> Functions:
         with open(self.path, "rb") as handle:
@@ -247,8 +260,14 @@ class FileCode:
 
     def name(self, number: int, at: int) -> str:
         """The name at offset ``at`` of symbol table ``number``'s string table."""
-        with open(self.path, "rb") as handle:
-            return _name(handle, self.symbol_tables[number][1], at)
+        name = self._names.get((number, at))
+        if name is None:
+            with open(self.path, "rb") as handle:
+                name = _name(handle, self.symbol_tables[number][1], at)
+            if len(self._names) >= MAX_KNOWN:
+                self._names.clear()
+            self._names[number, at] = name
+        return name
 
 
 def _words_between(words: bytes, low: int, high: int) -> List[int]:
@@ -276,10 +295,31 @@ def _words_between(words: bytes, low: int, high: int) -> List[int]:
     return found
 
 
+PADDING_PROBE = 4096  # bytes of a stretch read first to tell it is not padding
+
+
+def _only_padding(handle, offset: int, size: int) -> Optional[bool]:
+    """True when the ``size`` bytes at ``offset`` are alignment padding only (as the
+    whole file's gaps test them: PADDING.fullmatch), None when they cannot be read.
+    The padding's nops decode one way from the start, so where they stop early in the
+    first bytes, the whole is no padding: node's 1.6 MB of builtins are not read."""
+    handle.seek(offset)
+    data = handle.read(min(size, PADDING_PROBE))
+    if len(data) != min(size, PADDING_PROBE):
+        return None
+    if size > len(data):
+        match = PADDING.match(data)
+        if match.end() < len(data) - 16:  # longer than any nop: it stopped there
+            return False
+        data += handle.read(size - len(data))
+        if len(data) != size:
+            return None
+    return PADDING.fullmatch(data) is not None
+
+
 def _valid_functions(value) -> bool:
     return (type(value) is tuple and len(value) == 2 and type(value[0]) is int
-            and type(value[1]) is list and len(value[1]) % 3 == 0
-            and set(map(type, value[1])) <= {int})
+            and type(value[1]) is bytes and len(value[1]) % 24 == 0)
 
 
 def _name(handle, names: Tuple[int, int], at: int) -> str:
@@ -337,30 +377,28 @@ def function_at(path: str, file_address: int):
     return start, end, max(names)
 
 
-def main_bias(path: str, mappings):
-    """The load bias of ``path``'s own mapping in ``mappings`` (nocfi_regions' test
-    that the file is mapped as linked), None without; UNKNOWN as gap_at.  Once per
-    file and mapping list: node's are a few hundred mappings."""
+def file_view(path: str, mappings):
+    """(FileCode, load bias of ``path``'s own mapping in ``mappings`` or None) for
+    region_at: once per file and mapping list (node's are a few hundred mappings);
+    UNKNOWN where the whole file's computation answers."""
     code = file_code(path)
     if code is None or not code.exact:
         return UNKNOWN
-    return file_bias(path, [m for m in mappings if m.path == path], code.loads)
+    return code, file_bias(path, [m for m in mappings if m.path == path], code.loads)
 
 
-def region_at(mapping, address: int, file_bias_now):
+def region_at(mapping, address: int, view):
     """The Region of code without CFI holding the run-time ``address`` in ``mapping``
     (of a file), as nocfi.nocfi_regions would list it: the stretch at that mapping's
     load bias, cut to the mapping, its owner the bias; None; UNKNOWN as gap_at.
-    ``file_bias_now``: main_bias's answer for the file."""
-    if file_bias_now is UNKNOWN:
+    ``view``: file_view's answer for the file."""
+    if view is UNKNOWN:
         return UNKNOWN
-    if file_bias_now is None:
+    code, own_bias = view
+    if own_bias is None:
         return None
-    code = file_code(mapping.path)
-    if code is None:
-        return UNKNOWN
     # A mapping list without file offsets (a minidump's) says offset 0 everywhere.
-    bias = load_bias(mapping, code.loads) if mapping.offset else file_bias_now
+    bias = load_bias(mapping, code.loads) if mapping.offset else own_bias
     if bias is None:
         return None
     gap = code.gap_at(address - bias)
