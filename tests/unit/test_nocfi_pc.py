@@ -176,3 +176,27 @@ def test_a_stretchs_functions_are_kept_on_disk(monkeypatch):
     with open(os.path.join(cache, entry), "wb") as handle:
         handle.write(b"\x00garbage")
     assert session() == first and len(read) == 2
+
+
+def test_padding_is_told_from_its_first_bytes_as_from_all_of_them():
+    """_only_padding stops reading where the padding's nops stop early in the first
+    4 KB: the same answer as the whole stretch's test, for stretches of nops, int3 and
+    zeros longer than that, clean or with one byte of code anywhere."""
+    import io
+    nops = [b"\x90", b"\xcc", b"\x00", b"\x66\x90", b"\x0f\x1f\x00", b"\x0f\x1f\x40\x00",
+            b"\x0f\x1f\x44\x00\x00", b"\x66\x0f\x1f\x44\x00\x00", b"\x0f\x1f\x80\x00\x00\x00\x00",
+            b"\x0f\x1f\x84\x00\x00\x00\x00\x00", b"\x2e\x0f\x1f\x84\x00\x00\x00\x00\x00"]
+    choose = random.Random(5)
+    answers = set()
+    for trial in range(300):
+        stretch = bytearray()
+        while len(stretch) < choose.choice((100, 4090, 4100, 9000)):
+            stretch += choose.choice(nops)
+        if trial % 3:
+            stretch[choose.randrange(len(stretch))] = choose.choice((0x55, 0x48, 0xC3, 0x0F))
+        expected = nocfi.PADDING.fullmatch(bytes(stretch)) is not None
+        handle = io.BytesIO(b"head" + bytes(stretch))
+        assert nocfi_pc._only_padding(handle, 4, len(stretch)) == expected, trial
+        answers.add(expected)
+    assert answers == {True, False}
+    assert nocfi_pc._only_padding(io.BytesIO(b"\x90" * 10), 0, 20) is None  # cut short
