@@ -28,7 +28,7 @@ SUFFIX = ".fact"
 MAX_FILES = 1024  # a JIT process maps 10-40 files, each with a summary (elf_lookup)
 # The modules whose results are kept: any change to one of them is another reader.
 READER = ("regions/nocfi.py", "elf_lookup.py", "elf_facts.py", "rawelf.py", "leb128.py",
-          "debug_files.py", "unwind/eh_frame_hdr.py")
+          "debug_files.py", "unwind/eh_frame_hdr.py", "regions/nocfi_pc.py")
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 Value = TypeVar("Value")

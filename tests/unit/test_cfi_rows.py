@@ -76,9 +76,10 @@ def test_rows_equal_pyelftools(path):
     ours = EhFrame.of_file(path)
     theirs = Pyelftools(ours)
     compared = only_ours = 0
-    for index in range(len(ours._starts)):
-        for pc in _pcs(ours._starts, index):
-            expected, why = theirs.row_at(ours._offsets[index], pc)
+    starts = [start for start, _offset in ours.index]
+    for index in range(len(starts)):
+        for pc in _pcs(starts, index):
+            expected, why = theirs.row_at(ours.index[index][1], pc)
             if why == "outside":
                 continue
             mine, expected = _rules(ours.row_at(pc)), _rules(expected)
@@ -89,7 +90,7 @@ def test_rows_equal_pyelftools(path):
                 continue
             if expected is None and why == "empty":
                 # aarch64's leaf functions: CFA = sp, the return address still in x30
-                cie = ours._fde(ours._offsets[index])[0]
+                cie = ours._fde(ours.index[index][1])[0]
                 assert mine == _rules(cie.initial) and mine["cfa"] == (31, 0), (hex(pc), mine)
                 only_ours += 1
                 continue

@@ -45,11 +45,11 @@ def test_libc_debug_file_is_found_by_build_id():
 def test_the_three_users_find_libcs_debug_file():
     from jit_unwind.cli.gdb_debug_files import _debug_file
     from jit_unwind.coreread.symbols import separate_debug_file
-    from jit_unwind.regions.nocfi import _debug_files
+    from jit_unwind.regions.nocfi import debug_files_of
     identity, _link = _ids(LIBC)
     expected = f"/usr/lib/debug/.build-id/{identity[:2]}/{identity[2:]}.debug"
     assert separate_debug_file(LIBC) == expected
-    assert _debug_files(LIBC) == [expected]
+    assert debug_files_of(LIBC) == [expected]
     assert _debug_file(LIBC) == expected  # Debian compresses its DWARF
 
 

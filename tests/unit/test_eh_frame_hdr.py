@@ -7,7 +7,8 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 from jit_unwind.rawelf import RawElf
-from jit_unwind.unwind.eh_frame_hdr import SEARCH_TABLE_HEADER, read_search_table, table_words
+from jit_unwind.unwind.eh_frame_hdr import (SEARCH_TABLE_HEADER, read_search_table,
+                                            search_index, table_words)
 
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
 
@@ -42,3 +43,23 @@ def test_made_up_tables():
     for short in (header[:3], header[:11]):
         with pytest.raises(ValueError):
             table_words(short, 10)
+
+
+def test_the_index_searches_the_tables_words_in_place():
+    """search_index gives what read_search_table lists, entry by entry, and finds the
+    entry before an address as a binary search of those lists does."""
+    header = _header([(-0x100, 0x40), (-0x80, 0x60), (0x10, 0x90)])
+    index = search_index(header, 0x2000, 0x1000, 10)
+    starts, offsets = read_search_table(header, 0x2000, 0x1000, 10)
+    assert list(index) == list(zip(starts, offsets)) and len(index) == 3
+    assert index[1] == (0x1F80, 0x1060)
+    assert [index.before(a) for a in (0x1EFF, 0x1F00, 0x1F7F, 0x1F80, 0x2010, 0x9000)] == [
+        -1, 0, 0, 1, 2, 2]
+    assert index.offsets_within(0x1091) and not index.offsets_within(0x1090)
+    assert not search_index(header, 0x2000, 0x2050, 10).offsets_within(0x1000)  # below 0
+    assert search_index(header, 0x2000, 0x1000, 2) is None
+    with open(LIBC, "rb") as handle:
+        elf = RawElf(handle, LIBC)
+        header, frames = elf.sections[".eh_frame_hdr"], elf.sections[".eh_frame"]
+        arguments = (header.data(), header["sh_addr"], frames["sh_addr"], 1_000_000)
+    assert list(search_index(*arguments)) == list(zip(*read_search_table(*arguments)))

@@ -139,23 +139,25 @@ def test_debug_frame_counts_as_cfi(tmp_path):
 
 
 def test_one_pc_lookup_agrees_with_the_gaps():
-    """covered_by_eh_frame (one FDE read for one pc) says covered exactly where the
-    file's gaps leave out code: functions with CFI are covered, those without not."""
-    from jit_unwind.regions.nocfi import _FdeIndex
+    """regions/nocfi_pc (a binary search and the FDEs around one pc) says covered
+    exactly where the file's gaps leave out code: functions with CFI are covered, those
+    without not; libc's FDEs cover their pcs (its other CFI is not needed for them)."""
+    from jit_unwind.regions import nocfi_pc
     path = str(fixture_binary("nocfi"))
-    index = _FdeIndex(path)
     symbols = _symbols(path)
     for name in NOCFI_FUNCTIONS:
         start, end = symbols[name]
-        assert not index.covers(start) and not index.covers(end - 1), name
+        gap = nocfi_pc.gap_at(path, start)
+        assert gap is not None and gap == nocfi_pc.gap_at(path, end - 1), name
+        assert gap[0] <= start and end <= gap[1], name
     for name in ("main", "call_nocfi", "nocfi_callback", "nocfi_stop"):
         start, end = symbols[name]
-        assert index.covers(start) and index.covers(end - 1), name
-    libc = _FdeIndex(LIBC)
+        assert nocfi_pc.gap_at(path, start) is None is nocfi_pc.gap_at(path, end - 1), name
     with open(LIBC, "rb") as handle:
         ranges = sorted(_eh_frame_ranges(RawElf(handle, LIBC)))
     for start, end in ranges[::50]:
-        assert libc.covers(start) and libc.covers(end - 1), (start, end)
+        assert nocfi_pc.gap_at(LIBC, start) is None is nocfi_pc.gap_at(LIBC, end - 1), (
+            start, end)
 
 
 def test_a_second_mapping_of_a_files_code_is_that_code_at_its_own_offset():

@@ -226,8 +226,9 @@ class RegionMap:
 
     def nocfi_at(self, address: int) -> Optional[Region]:
         """The range of code without call frame information holding ``address`` in a
-        mapped file (regions/nocfi.py), or None.  A file's ranges are computed the first
-        time one of its pcs is asked about (then kept per file)."""
+        mapped file (regions/nocfi.py), or None: the stretch around that one pc
+        (regions/nocfi_pc.py) where the file's FDEs tell, else the file's ranges,
+        computed the first time one of its pcs is asked about (then kept per file)."""
         mapping = self.mappings.find(address)
         if (mapping is None or not mapping.executable or mapping.anonymous
                 or not mapping.path.startswith("/")):
@@ -235,9 +236,14 @@ class RegionMap:
         key = (RegionSource.NOCFI, mapping.path)
         ranges = self.memo.get(key)
         if ranges is None:
-            from .nocfi import covered_by_eh_frame, nocfi_regions
-            if covered_by_eh_frame(mapping.path, self.mappings, address):
-                return None  # the file's gaps wait for a pc no FDE covers
+            from .nocfi import nocfi_regions
+            from .nocfi_pc import UNKNOWN, file_view, region_at
+            view_key = (RegionSource.NOCFI, "view", mapping.path)
+            if view_key not in self.memo:
+                self.memo[view_key] = file_view(mapping.path, self.mappings)
+            region = region_at(mapping, address, self.memo[view_key])
+            if region is not UNKNOWN:
+                return region  # one pc's answer: the file's gaps are not needed
             ranges = self.memo[key] = _SortedRanges(nocfi_regions(mapping.path, self.mappings))
         return ranges.find(address) if len(ranges) else None
 

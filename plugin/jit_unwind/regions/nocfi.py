@@ -8,11 +8,12 @@ heuristics that may invent frames.  For each mapped ELF file we compute, once pe
 parsing) or ``.debug_frame`` (its own, or the separate debug file found by build id)
 covers.  Alignment padding between functions is left out, and so are ``.init``,
 ``.fini`` and the PLT, which the linker's own glue covers or no stack holds at a stop.
-Computed only for files a frame's pc lies in; after that, one range lookup per frame
-tells whether a pc is such code.  Kept on disk between sessions (elf_facts.py).
+Kept on disk between sessions (elf_facts.py).  A frame's pc is answered by
+regions/nocfi_pc.py without computing this (the same answer for one pc, from the FDEs
+and symbols around it); this file-wide one is what a file with other CFI than
+``.eh_frame`` needs for a pc no FDE of it covers.
 """
 
-import array
 import bisect
 import os
 import re
@@ -25,7 +26,7 @@ from ..leb128 import read_uleb
 from ..model import Region, RegionSource
 from ..rawelf import RawElf, file_bias, load_bias
 from ..elf_facts import kept
-from ..unwind.eh_frame_hdr import read_search_table, table_words
+from ..unwind.eh_frame_hdr import read_search_table
 
 SOURCE = RegionSource.NOCFI
 MAX_FILES = 256
@@ -44,7 +45,7 @@ def uncovered_ranges(path: str) -> List[Tuple[int, int]]:
     """File-address ranges of code in ``path`` without CFI (cached per file, in memory
     and on disk)."""
     return _gaps.get(path, lambda path: kept(path, "nocfi-gaps", _compute_gaps, _valid_gaps,
-                                             _debug_files), [])
+                                             debug_files_of), [])
 
 
 def _valid_gaps(value) -> bool:
@@ -89,7 +90,7 @@ def _compute_gaps(path: str) -> List[Tuple[int, int]]:
             for gap_start, gap_end in _subtract(start, end, covered):
                 if data is None:
                     data = section.data()
-                if not _PADDING.fullmatch(data, gap_start - start, gap_end - start):
+                if not PADDING.fullmatch(data, gap_start - start, gap_end - start):
                     gaps.append((gap_start, gap_end))
         return sorted(gaps)
 
@@ -131,19 +132,19 @@ def _padding_pattern() -> "re.Pattern":
                       .encode("latin-1"), re.DOTALL)
 
 
-_PADDING = _padding_pattern()
+PADDING = _padding_pattern()
 
 
 def _is_padding(code: bytes) -> bool:
     """True for nops, int3 and zero bytes only: alignment between functions."""
-    return _PADDING.fullmatch(code) is not None
+    return PADDING.fullmatch(code) is not None
 
 
 # -- .eh_frame through .eh_frame_hdr ---------------------------------------------------
 
 
 
-_FORMATS = {0x2: "<H", 0x3: "<I", 0x4: "<Q", 0xA: "<h", 0xB: "<i", 0xC: "<q", 0x0: "<Q"}
+POINTER_FORMATS = {0x2: "<H", 0x3: "<I", 0x4: "<Q", 0xA: "<h", 0xB: "<i", 0xC: "<q", 0x0: "<Q"}
 
 
 def _eh_frame_ranges(elf: RawElf) -> Optional[List[Tuple[int, int]]]:
@@ -170,7 +171,7 @@ def _ranges_from_header(header, eh_frame) -> Optional[List[Tuple[int, int]]]:
         return None
     # per CIE: how to read its FDEs' address range (an unpacker, its offset in the FDE)
     readers: Dict[int, Tuple] = {}
-    header_of = _FDE_HEADER.unpack_from
+    header_of = FDE_HEADER.unpack_from
     ranges = []
     append = ranges.append
     for start, offset in zip(*index):
@@ -180,7 +181,7 @@ def _ranges_from_header(header, eh_frame) -> Optional[List[Tuple[int, int]]]:
         cie = offset + 4 - cie_pointer
         reader = readers.get(cie)
         if reader is None:
-            fmt = _FORMATS.get(_fde_encoding(frames, cie) & 0x0F)
+            fmt = POINTER_FORMATS.get(fde_encoding(frames, cie) & 0x0F)
             if fmt is None:
                 return None
             reader = readers[cie] = (struct.Struct(fmt).unpack_from, 8 + struct.calcsize(fmt))
@@ -189,10 +190,10 @@ def _ranges_from_header(header, eh_frame) -> Optional[List[Tuple[int, int]]]:
     return ranges
 
 
-_FDE_HEADER = struct.Struct("<Ii")  # length, CIE pointer
+FDE_HEADER = struct.Struct("<Ii")  # length, CIE pointer
 
 
-def _fde_encoding(frames: bytes, cie: int) -> int:
+def fde_encoding(frames: bytes, cie: int) -> int:
     """The pointer encoding a CIE's 'R' augmentation gives its FDEs (absptr without)."""
     pos = cie + 8  # length, CIE id
     version = frames[pos]
@@ -215,7 +216,7 @@ def _fde_encoding(frames: bytes, cie: int) -> int:
         if letter == "L":
             pos += 1
         elif letter == "P":
-            fmt = _FORMATS.get(frames[pos] & 0x0F)
+            fmt = POINTER_FORMATS.get(frames[pos] & 0x0F)
             if fmt is None:
                 raise ValueError("personality encoding")
             pos += 1 + struct.calcsize(fmt)
@@ -243,7 +244,7 @@ def _debug_frame_ranges(elf: RawElf) -> List[Tuple[int, int]]:
         return []
 
 
-def _debug_files(path: str) -> List[str]:
+def debug_files_of(path: str) -> List[str]:
     """The other files ``path``'s gaps depend on: its separate debug file, there or
     not (one installed later covers more)."""
     with open(path, "rb") as handle:
@@ -261,101 +262,6 @@ def _separate_debug_frame_ranges(elf: RawElf) -> List[Tuple[int, int]]:
             return _debug_frame_ranges(RawElf(handle, path))
     except Exception:
         return []
-
-
-# -- one pc, without the whole table ---------------------------------------------------
-
-class _FdeIndex:
-    """A file's .eh_frame_hdr search table, to tell whether one FDE covers one file
-    address: a binary search and two small reads, where the file's gaps cost every FDE
-    (tens of ms for a large statically linked interpreter).  Most frames' pcs are
-    covered, and a file whose frames all are never needs its gaps.  The table's words
-    are kept as they are in the file (relative to .eh_frame_hdr), in arrays: building
-    lists of absolute addresses cost ~9 ms a session for node's 76,000 FDEs."""
-
-    def __init__(self, path: str):
-        self.path = path
-        self.starts = array.array("i")  # FDE starts, relative to .eh_frame_hdr
-        self.offsets = array.array("i")  # FDE addresses, relative to .eh_frame_hdr
-        self.base = 0  # .eh_frame_hdr's address
-        self.frames_address = 0  # .eh_frame's
-        self.loads: List[Tuple[int, int]] = []
-        self.frames_offset = 0  # .eh_frame's offset in the file
-        self.frames_size = 0
-        self._readers: Dict[int, Optional[Tuple]] = {}
-        with open(path, "rb") as handle:
-            elf = RawElf(handle, path)
-            self.loads = elf.loads
-            header = elf.sections.get(".eh_frame_hdr")
-            frames = elf.sections.get(".eh_frame")
-            if elf.machine != 62 or header is None or frames is None:
-                return
-            table = _search_table_words(header.data())
-            if table is not None:
-                self.starts, self.offsets = table[0::2], table[1::2]
-                self.base, self.frames_address = header["sh_addr"], frames["sh_addr"]
-                self.frames_offset, self.frames_size = frames["sh_offset"], frames["sh_size"]
-
-    def covers(self, file_address: int) -> bool:
-        """True when an FDE of .eh_frame covers ``file_address``; False when none does
-        or the table cannot tell (the whole computation decides then)."""
-        at = bisect.bisect_right(self.starts, file_address - self.base) - 1
-        if at < 0:
-            return False
-        start = self.base + self.starts[at]
-        offset = self.base + self.offsets[at] - self.frames_address
-        if not 0 <= offset < self.frames_size:
-            return False
-        try:
-            with open(self.path, "rb") as handle:
-                handle.seek(self.frames_offset + offset)
-                fde = handle.read(32)
-                length, cie_pointer = _FDE_HEADER.unpack_from(fde, 0)
-                if length == 0xFFFFFFFF:
-                    return False
-                reader = self._reader(handle, offset + 4 - cie_pointer)
-            if reader is None:
-                return False
-            unpack, at_range = reader
-            size = unpack(fde, at_range)[0]
-        except (OSError, ValueError, IndexError, struct.error):
-            return False
-        return start <= file_address < start + size
-
-    def _reader(self, handle, cie: int) -> Optional[Tuple]:
-        if cie not in self._readers:
-            reader = None
-            if 0 <= cie < self.frames_size:
-                handle.seek(self.frames_offset + cie)
-                data = handle.read(256)
-                fmt = _FORMATS.get(_fde_encoding(data, 0) & 0x0F)
-                if fmt is not None:
-                    reader = (struct.Struct(fmt).unpack_from, 8 + struct.calcsize(fmt))
-            self._readers[cie] = reader
-        return self._readers[cie]
-
-
-def _search_table_words(header: bytes) -> Optional[array.array]:
-    """.eh_frame_hdr's search table as its words (``table_words``); None where that
-    gives None or raises."""
-    try:
-        return table_words(header, MAX_FDES)
-    except ValueError:
-        return None
-
-
-# Per file: its .eh_frame_hdr search table
-_indexes: FileCache[Optional[_FdeIndex]] = FileCache(MAX_FILES)
-
-
-def covered_by_eh_frame(path: str, mappings: Iterable, address: int) -> bool:
-    """True when an FDE of ``path``'s .eh_frame covers the run-time ``address`` (so it
-    is no code without CFI, and the file's gaps need not be computed for it)."""
-    index = _indexes.get(path, _FdeIndex, None)
-    if index is None or not index.starts:
-        return False
-    bias = file_bias(path, mappings, index.loads)
-    return bias is not None and index.covers(address - bias)
 
 
 # -- the process's view ------------------------------------------------------------------
@@ -394,6 +300,13 @@ def function_at(region: Region, address: int) -> Optional[Region]:
     """The function symbol of ``region``'s file holding ``address`` (its start, end and
     name, as a Region the prologue strategy decodes from); None without a symbol."""
     bias = region.owner
+    from .nocfi_pc import UNKNOWN, function_at as function_near
+    near = function_near(region.name, address - bias)
+    if near is not UNKNOWN:
+        if near is None:
+            return None
+        start, end, name = near
+        return Region(start + bias, end + bias, SOURCE, name)
     symbols = _functions.get(region.name, _function_symbols, [])
     index = bisect.bisect_right(symbols, (address - bias, float("inf"), "")) - 1
     if index >= 0:
@@ -407,7 +320,7 @@ def _function_symbols(path: str) -> List[Tuple[int, int, str]]:
     """Function symbols (file addresses) that lie in the file's gaps (cached on disk:
     node's 110,000 symbols cost ~40 ms to look through)."""
     return kept(path, "nocfi-functions", _read_function_symbols, _valid_functions,
-                _debug_files)
+                debug_files_of)
 
 
 def _read_function_symbols(path: str) -> List[Tuple[int, int, str]]:
@@ -423,8 +336,8 @@ def _read_function_symbols(path: str) -> List[Tuple[int, int, str]]:
                 continue
             data = section.data()
             names_data = None
-            for name, info, _other, _index, start, size in _SYMBOL.iter_unpack(
-                    data[:len(data) - len(data) % _SYMBOL.size]):
+            for name, info, _other, _index, start, size in ELF64_SYMBOL.iter_unpack(
+                    data[:len(data) - len(data) % ELF64_SYMBOL.size]):
                 if info & 0xF != 2 or not start:  # STT_FUNC
                     continue
                 index = bisect.bisect_right(gaps, (start, float("inf"))) - 1
@@ -440,4 +353,4 @@ def _read_function_symbols(path: str) -> List[Tuple[int, int, str]]:
     return sorted(set(found))
 
 
-_SYMBOL = struct.Struct("<IBBHQQ")  # Elf64_Sym
+ELF64_SYMBOL = struct.Struct("<IBBHQQ")  # Elf64_Sym

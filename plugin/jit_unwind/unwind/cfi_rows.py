@@ -11,13 +11,13 @@ the row starts) for ``cfi.caller_registers`` to evaluate.  What it does not deco
 (64-bit entries, an encoding or opcode not listed) gives no row: no rules rather than
 wrong ones."""
 
-import bisect
 import struct
-from typing import Dict, List, NamedTuple, Optional, Tuple
+from operator import itemgetter
+from typing import Dict, List, Optional, Tuple
 
 from ..leb128 import read_sleb, read_uleb
 from ..rawelf import RawElf
-from .eh_frame_hdr import read_search_table
+from .eh_frame_hdr import FdeIndex, search_index
 
 MAX_INSTRUCTIONS = 100_000  # in one CIE or FDE: a bound against garbage
 MAX_STATES = 64  # remembered with DW_CFA_remember_state
@@ -34,15 +34,45 @@ class Unsupported(Exception):
     """Something this reader does not decode: no rules there."""
 
 
-class CFARule(NamedTuple):
-    reg: Optional[int]
-    offset: int
-    expr: Optional[bytes] = None
+# The rules are tuples with named fields, written out: typing.NamedTuple's class
+# machinery cost ~0.5 ms of the import, at a JIT process's first bt.
+class CFARule(tuple):
+    """(reg, offset, expr): the CFA is register ``reg`` plus ``offset``, or the value
+    of the DWARF expression ``expr`` (reg None)."""
+
+    __slots__ = ()
+
+    def __new__(cls, reg: Optional[int], offset: int, expr: Optional[bytes] = None):
+        return tuple.__new__(cls, (reg, offset, expr))
+
+    def __getnewargs__(self):
+        return tuple(self)
+
+    def __repr__(self) -> str:
+        return f"CFARule(reg={self[0]!r}, offset={self[1]!r}, expr={self[2]!r})"
+
+    reg = property(itemgetter(0))
+    offset = property(itemgetter(1))
+    expr = property(itemgetter(2))
 
 
-class RegisterRule(NamedTuple):
-    type: str  # OFFSET, VAL_OFFSET, REGISTER, SAME_VALUE, UNDEFINED, (VAL_)EXPRESSION
-    arg: object = None
+class RegisterRule(tuple):
+    """(type, arg): OFFSET, VAL_OFFSET, REGISTER, SAME_VALUE, UNDEFINED,
+    (VAL_)EXPRESSION and its operand."""
+
+    __slots__ = ()
+
+    def __new__(cls, type: str, arg: object = None):
+        return tuple.__new__(cls, (type, arg))
+
+    def __getnewargs__(self):
+        return tuple(self)
+
+    def __repr__(self) -> str:
+        return f"RegisterRule(type={self[0]!r}, arg={self[1]!r})"
+
+    type = property(itemgetter(0))
+    arg = property(itemgetter(1))
 
 
 def _pointer_format(encoding: int) -> str:
@@ -60,24 +90,27 @@ def _address_format(encoding: int) -> str:
     return _pointer_format(encoding)
 
 
-class _Cie(NamedTuple):
-    code_align: int
-    data_align: int
-    fde_encoding: int
-    augmented: bool  # 'z': FDEs have augmentation data
-    initial: Dict  # the row its initial instructions leave (CFA and register rules)
+class _Cie:
+    __slots__ = ("code_align", "data_align", "fde_encoding", "augmented", "initial")
+
+    def __init__(self, code_align: int, data_align: int, fde_encoding: int,
+                 augmented: bool, initial: Dict):
+        self.code_align, self.data_align = code_align, data_align
+        self.fde_encoding = fde_encoding
+        self.augmented = augmented  # 'z': FDEs have augmentation data
+        self.initial = initial  # the row its initial instructions leave (CFA and registers)
 
 
 def search_table(header: bytes, header_address: int, frames_address: int,
-                 frames_size: int) -> Optional[Tuple[List[int], List[int]]]:
-    """(FDE starts, FDE offsets in .eh_frame), sorted by start, from .eh_frame_hdr's
-    binary search table (``eh_frame_hdr``); None for a table in another encoding, cut
-    short, or pointing outside ``.eh_frame``."""
+                 frames_size: int) -> Optional[FdeIndex]:
+    """The FDEs of .eh_frame_hdr's binary search table (``eh_frame_hdr``), its words
+    searched in place; None for a table in another encoding, cut short, or pointing
+    outside ``.eh_frame``."""
     try:
-        index = read_search_table(header, header_address, frames_address, MAX_FDES)
+        index = search_index(header, header_address, frames_address, MAX_FDES)
     except ValueError:
         return None
-    if index is None or any(not 0 <= offset < frames_size for offset in index[1]):
+    if index is None or not index.offsets_within(frames_size):
         return None
     return index
 
@@ -86,14 +119,11 @@ class EhFrame:
     """The ``.eh_frame`` bytes ``data`` placed at ``address``, with a sorted index of
     its FDEs (``index``: starts and offsets, from a search table; scanned when None)."""
 
-    def __init__(self, data: bytes, address: int,
-                 index: Optional[Tuple[List[int], List[int]]] = None):
+    def __init__(self, data: bytes, address: int, index: Optional[FdeIndex] = None):
         self.data, self.address = data, address
         self._cies: Dict[int, _Cie] = {}
         self._rows_at: Dict[int, Optional[dict]] = {}  # a stack's pcs repeat
-        if index is None:
-            index = self._scan()
-        self._starts, self._offsets = index
+        self.index = self._scan() if index is None else index
 
     @classmethod
     def of_file(cls, path: str) -> Optional["EhFrame"]:
@@ -122,18 +152,18 @@ class EhFrame:
         return row
 
     def _decoded_row_at(self, pc: int) -> Optional[dict]:
-        index = bisect.bisect_right(self._starts, pc) - 1
+        index = self.index.before(pc)
         if index < 0:
             return None
         try:
-            return self._row(self._starts[index], self._offsets[index], pc)
+            return self._row(*self.index[index], pc)
         except (Unsupported, IndexError, ValueError, struct.error, KeyError):
             return None
 
     def fdes(self) -> List[Tuple[int, int, int]]:
         """(start, end, offset) of every FDE whose header can be read, by start."""
         found = []
-        for start, offset in zip(self._starts, self._offsets):
+        for start, offset in self.index:
             try:
                 _cie, _at, size, _end = self._fde(offset)
             except (Unsupported, IndexError, ValueError, struct.error, KeyError):
@@ -180,7 +210,7 @@ class EhFrame:
         row["pc"] = start
         return self._run(at, end, cie, row, pc, table)
 
-    def _scan(self) -> Tuple[List[int], List[int]]:
+    def _scan(self) -> FdeIndex:
         """The index of every FDE, for a section without a search table (a jitdump's,
         a file linked without --eh-frame-hdr)."""
         data, at, found = self.data, 0, []
@@ -203,7 +233,7 @@ class EhFrame:
                     found.append((value & 0xFFFFFFFFFFFFFFFF, at))
             at += 4 + length
         found.sort()
-        return [item[0] for item in found], [item[1] for item in found]
+        return FdeIndex([item[0] for item in found], [item[1] for item in found])
 
     def _cie(self, offset: int) -> _Cie:
         found = self._cies.get(offset)
@@ -248,7 +278,8 @@ class EhFrame:
                     raise Unsupported(f"augmentation {augmentation!r}")
         cie = _Cie(code_align, data_align, encoding, augmented, {})
         initial = self._run(at, end, cie, {"cfa": CFARule(None, 0), "pc": 0}, None)
-        return cie._replace(initial={k: v for k, v in initial.items() if k != "pc"})
+        cie.initial = {k: v for k, v in initial.items() if k != "pc"}
+        return cie
 
     def _run(self, at: int, end: int, cie: _Cie, row: dict, pc: Optional[int],
              table: Optional[List[dict]] = None) -> dict:
