@@ -1,9 +1,11 @@
 """What the plugin derives from a mapped ELF file, kept on disk between sessions: its
-code without CFI and the function symbols in it (regions/nocfi.py), a ``.symtab``
-name's value (elf_lookup.symtab_value).  For node's executable (76,000 FDEs, 110,000
-symbols) the first are ~0.16 s of every session's first ``bt`` without a perf map;
-HotSpot's call stub variable, found in libjvm's 58,000 symbols, ~4 ms of its first.
-Reading them back costs about a millisecond.
+code without CFI and the function symbols in it (regions/nocfi.py, per stretch
+regions/nocfi_pc.py), a ``.symtab`` name's value (elf_lookup.symtab_value), the
+headers and exported names the first ``bt`` asks of every file a program maps (one
+entry per program, elf_lookup).  Node's builtins' symbols are ~10 ms of a first ``bt``
+without a perf map; HotSpot's call stub variable, found in libjvm's 58,000 symbols,
+~4 ms; parsing the 28 files HotSpot maps, ~1.5 ms.  Reading them back costs about a
+millisecond.
 
 Where: ``$XDG_CACHE_HOME/jit-unwind/elf-facts`` (by default
 ``~/.cache/jit-unwind/elf-facts``), one file per file and fact, named by the file's
