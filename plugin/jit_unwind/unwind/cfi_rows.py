@@ -36,40 +36,44 @@ class Unsupported(Exception):
 
 # The rules are tuples with named fields, written out: typing.NamedTuple's class
 # machinery cost ~0.5 ms of the import, at a JIT process's first bt.
-class CFARule(tuple):
-    """(reg, offset, expr): the CFA is register ``reg`` plus ``offset``, or the value
-    of the DWARF expression ``expr`` (reg None)."""
+class _Fields(tuple):
+    """A tuple whose items are named by ``_fields`` (in repr, and by properties)."""
 
     __slots__ = ()
-
-    def __new__(cls, reg: Optional[int], offset: int, expr: Optional[bytes] = None):
-        return tuple.__new__(cls, (reg, offset, expr))
+    _fields: Tuple[str, ...] = ()
 
     def __getnewargs__(self):
         return tuple(self)
 
     def __repr__(self) -> str:
-        return f"CFARule(reg={self[0]!r}, offset={self[1]!r}, expr={self[2]!r})"
+        items = ", ".join(f"{name}={value!r}" for name, value in zip(self._fields, self))
+        return f"{type(self).__name__}({items})"
+
+
+class CFARule(_Fields):
+    """(reg, offset, expr): the CFA is register ``reg`` plus ``offset``, or the value
+    of the DWARF expression ``expr`` (reg None)."""
+
+    __slots__ = ()
+    _fields = ("reg", "offset", "expr")
+
+    def __new__(cls, reg: Optional[int], offset: int, expr: Optional[bytes] = None):
+        return tuple.__new__(cls, (reg, offset, expr))
 
     reg = property(itemgetter(0))
     offset = property(itemgetter(1))
     expr = property(itemgetter(2))
 
 
-class RegisterRule(tuple):
+class RegisterRule(_Fields):
     """(type, arg): OFFSET, VAL_OFFSET, REGISTER, SAME_VALUE, UNDEFINED,
     (VAL_)EXPRESSION and its operand."""
 
     __slots__ = ()
+    _fields = ("type", "arg")
 
     def __new__(cls, type: str, arg: object = None):
         return tuple.__new__(cls, (type, arg))
-
-    def __getnewargs__(self):
-        return tuple(self)
-
-    def __repr__(self) -> str:
-        return f"RegisterRule(type={self[0]!r}, arg={self[1]!r})"
 
     type = property(itemgetter(0))
     arg = property(itemgetter(1))
