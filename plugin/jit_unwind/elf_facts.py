@@ -79,13 +79,12 @@ def kept(path: str, fact: str, compute: Callable[[str], Value],
     return value
 
 
-def keep(path: str, fact: str, value, depends: Callable[[str], List[str]] = no_other_files
-         ) -> None:
-    """Write ``value`` as ``fact``'s entry for the file now at ``path`` (a value that
-    grew since :func:`kept` read it)."""
+def keep(path: str, fact: str, value) -> None:
+    """Write ``value`` as ``fact``'s entry for the file now at ``path``: a value that
+    grew since :func:`kept` read it, of a fact computed from that file alone."""
     entry = _entry(path, fact)
     if entry is not None:
-        _write(entry, [(other, file_identity(other)) for other in depends(path)], value)
+        _write(entry, [], value)
 
 
 def _write(entry: str, others, value) -> None:

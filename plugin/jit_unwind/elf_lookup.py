@@ -8,7 +8,7 @@ mappings say where each file is loaded.
 
 import os
 import struct
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple, TypeVar
 
 from .file_cache import FileCache, file_identity
 from .rawelf import RawElf, first_mappings, load_bias
@@ -20,6 +20,7 @@ from .model import Mapping
 _files: Dict[str, Tuple[object, object, List[Tuple[int, int]]]] = {}
 _SYMBOL = struct.Struct("<IBBHQQ")  # Elf64_Sym: name, info, other, shndx, value, size
 MAX_CHAIN = 100_000  # hash chain entries followed for one name (a corrupt table loops)
+Value = TypeVar("Value")
 
 
 class Exports:
@@ -31,9 +32,6 @@ class Exports:
     def __init__(self, path: str, elf: RawElf):
         self.path = path
         sections = elf.sections
-        # Each section's address (0: not loaded), for section_address: the file's
-        # headers read once for both.
-        self.sections = {name: section["sh_addr"] for name, section in sections.items()}
         symbols, strings = sections.get(".dynsym"), sections.get(".dynstr")
         self._symbols = symbols["sh_offset"] if symbols is not None else None
         self._symbol_count = symbols["sh_size"] // _SYMBOL.size if symbols is not None else 0
@@ -264,21 +262,30 @@ def _exported_value(path: str, summary: dict, group: _Summaries, name: str
     return value
 
 
-def _mapped_files(mappings: Iterable[Mapping]):
-    """(path, summary, load bias) of each mapped ELF file, in mapping order, and the
-    summaries they come from (to write back what a look-up added)."""
+def _look_up(mappings: Iterable[Mapping], look: Callable[[_Summaries, Iterator], Value]
+             ) -> Optional[Value]:
+    """``look(group, files)``: ``files`` yields (path, summary, load bias) of each
+    mapped ELF file in mapping order, summarized only as far as ``look`` iterates (the
+    program's own file often has the answer), ``group`` holds their summaries; what
+    the look-up added to them is written back after it."""
     first = first_mappings(mappings)
     if not first:
-        return [], None
+        return None
     group = _summaries(next(iter(first)))  # the program's file: mapped first
-    files = []
+    try:
+        return look(group, _summarized(group, first))
+    finally:
+        if group.changed:
+            group.write()
+
+
+def _summarized(group: _Summaries, first: Dict[str, Mapping]) -> Iterator:
     for path, mapping in first.items():
         summary = group.of(path)
         if summary:
             bias = load_bias(mapping, summary["loads"])
             if bias is not None:
-                files.append((path, summary, bias))
-    return files, group
+                yield path, summary, bias
 
 
 def symbol_address(mappings: Iterable[Mapping], name: str, full_tables: bool = False,
@@ -291,16 +298,14 @@ def symbol_address(mappings: Iterable[Mapping], name: str, full_tables: bool = F
     a stripped file's separate debug file's (where GDB finds its minimal symbols): a
     scan of the whole string table, kept on disk per file, so only for names worth it.
     ``debug_files``: each file's debug file as the debugger read it (else found here)."""
-    files, group = _mapped_files(mappings)
-    try:
-        return _symbol_address(files, group, name, full_tables, debug_files)
-    finally:
-        if group is not None and group.changed:
-            group.write()
+    return _look_up(mappings, lambda group, files: _symbol_address(
+        group, files, name, full_tables, debug_files))
 
 
-def _symbol_address(files, group, name, full_tables, debug_files) -> Optional[int]:
-    for path, summary, bias in files:
+def _symbol_address(group, mapped, name, full_tables, debug_files) -> Optional[int]:
+    files = []  # summarized as far as needed
+    for path, summary, bias in mapped:
+        files.append((path, summary, bias))
         value = _exported_value(path, summary, group, name)
         if value is not None:
             return value + bias
@@ -339,16 +344,9 @@ def section_address(mappings: Iterable[Mapping], section_name: str) -> Optional[
     """Run-time address of ``section_name`` in the first mapped file that has it
     (CPython 3.12+'s ``.PyRuntime``): from the files' summaries, where reading every
     mapped file's headers again cost ~4 ms at HotSpot's first stop."""
-    files, group = _mapped_files(mappings)
-    try:
-        for _path, summary, bias in files:
-            address = summary["sections"].get(section_name)
-            if address:
-                return address + bias
-        return None
-    finally:
-        if group is not None and group.changed:
-            group.write()
+    return _look_up(mappings, lambda _group, files: next(
+        (summary["sections"][section_name] + bias for _path, summary, bias in files
+         if summary["sections"].get(section_name)), None))
 
 
 # path -> the values found in its .symtab by name (None: not there), per file identity.

@@ -171,8 +171,8 @@ def test_the_files_summaries_are_kept_for_the_next_session(tmp_path, monkeypatch
     text.write_bytes(b"not an ELF file" * 10)
     base, bias = 0x555555554000, 0x7F0000000000
     mappings = [Mapping(base, base + 0x1000, "r--p", str(program), 0),
-                Mapping(bias, bias + 0x1000, "r--p", str(library), 0),
-                Mapping(bias + 0x10000, bias + 0x11000, "r--p", str(text), 0)]
+                Mapping(bias - 0x10000, bias - 0xF000, "r--p", str(text), 0),
+                Mapping(bias, bias + 0x1000, "r--p", str(library), 0)]
     value = _exported(library)["exported_value"]
     read = []
     summarize = elf_lookup._summarize
@@ -200,5 +200,37 @@ def test_the_files_summaries_are_kept_for_the_next_session(tmp_path, monkeypatch
     read.clear()
     assert session("exported_value") == bias + _exported(library)["exported_value"]
     assert read == [str(library)]
+    elf_lookup._programs.clear()
+    elf_lookup._files.clear()
+
+
+def test_files_are_summarized_only_as_far_as_a_look_up_goes(tmp_path, monkeypatch):
+    """With nothing kept (a first session, or the cache off), a name the program's own
+    file exports is answered from that file's headers alone: the files mapped after it
+    are not opened."""
+    from jit_unwind import elf_lookup
+    from jit_unwind.model import Mapping
+    monkeypatch.setenv("JIT_UNWIND_ELF_CACHE", "0")
+    program = fixture_binary("nocfi")
+    libc = next(p for p in (Path("/lib/x86_64-linux-gnu/libc.so.6"),
+                            Path("/usr/lib/x86_64-linux-gnu/libc.so.6")) if p.exists())
+    (tmp_path / "lib.c").write_text("int exported_value = 7;\n")
+    library = tmp_path / "lib.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(library), str(tmp_path / "lib.c")],
+                   check=True)
+    base, bias = 0x7F0000000000, 0x7F1000000000
+    mappings = [Mapping(base, base + 0x1000, "r--p", str(library), 0),
+                Mapping(bias, bias + 0x1000, "r--p", str(libc), 0),
+                Mapping(0x555555554000, 0x555555555000, "r--p", str(program), 0)]
+    read = []
+    summarize = elf_lookup._summarize
+    monkeypatch.setattr(elf_lookup, "_summarize",
+                        lambda path: read.append(path) or summarize(path))
+    elf_lookup._programs.clear()
+    value = _exported(library)["exported_value"]
+    assert elf_lookup.symbol_address(mappings, "exported_value") == base + value
+    assert read == [str(library)]
+    assert elf_lookup.symbol_address(mappings, "malloc") == bias + _exported(libc)["malloc"]
+    assert read == [str(library), str(libc)]
     elf_lookup._programs.clear()
     elf_lookup._files.clear()
