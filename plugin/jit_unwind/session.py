@@ -160,12 +160,21 @@ class StopCache:
                 except Exception as error:  # a runtime we cannot read: names only
                     self.problem = f"cannot read JIT regions: {error}"
             try:
-                dump = self.jitdump()
-                regions.add_symbols(dump.regions())
-                regions.add_unwind_records(dump.unwind_records())
+                if self._jitdump_file_exists():  # else its reader is not even imported
+                    dump = self.jitdump()
+                    regions.add_symbols(dump.regions())
+                    regions.add_unwind_records(dump.unwind_records())
             except Exception as error:  # a dump we cannot read: no names from it
                 self.problem = f"cannot read the jitdump: {error}"
         return regions
+
+    def _jitdump_file_exists(self) -> bool:
+        from .regions import jitdump
+        pid = self.process.pid()
+        if pid is None:
+            return False
+        cwd = jitdump.working_directory(self.process, self.process.connection())
+        return jitdump.file_exists(pid, [m.path for m in self.regions().mappings], cwd)
 
     def jitdump(self) -> "ProcessJitdump":
         """The process's perf jitdump (names, code, unwind tables of its JIT code),

@@ -290,3 +290,34 @@ def test_a_file_named_like_cpython_may_run_python():
 
     cache = StopCache(PythonProcess())
     assert cache.may_run_python()
+
+
+class _ProcessMappingAJitdump(FakeProcess):
+    def __init__(self, dump_path):
+        super().__init__()
+        self.dump_path = dump_path
+
+    def debugger_mappings(self):
+        return super().debugger_mappings() + [
+            Mapping(0x5000_0000, 0x5000_1000, "r--p", self.dump_path)]
+
+
+def test_the_jitdump_reader_is_imported_only_for_a_process_with_a_dump_file(
+        tmp_path, monkeypatch):
+    """Most JIT processes write no jitdump: their named regions are read without the
+    dump's reader (each module imported is part of the first bt's time); the dump of a
+    process that maps one is read."""
+    import struct
+    import sys
+    reader = "jit_unwind.regions.jitdump_process"
+    monkeypatch.delitem(sys.modules, reader, raising=False)
+    cache = StopCache(FakeProcess())
+    assert cache.named_regions().jit_region_at(JIT_START + 4) is not None
+    assert reader not in sys.modules and not cache.problem
+
+    dump = tmp_path / f"jit-{NO_SUCH_PID}.dump"
+    dump.write_bytes(struct.pack("<IIIIIIQQ", 0x4A695444, 1, 40, 62, 0, NO_SUCH_PID, 0, 0))
+    cache = StopCache(_ProcessMappingAJitdump(str(dump)))
+    cache.named_regions()
+    assert reader in sys.modules
+    assert cache.jitdump().path == str(dump) and not cache.problem

@@ -17,7 +17,8 @@ from ..model import Mapping, Region, RegionSource
 from ..records import field, record
 from ..target import Memory
 from .jitdump import (FILE_HEADER, CodeLoad, Jitdump, candidate_paths, comparable_length,
-                      find_jitdump, parse_jitdump, with_pending)
+                      file_exists, find_jitdump, parse_jitdump, with_pending,
+                      working_directory)
 
 # Named regions of a jitdump come before a perf map's entries for the same code (the
 # dump also holds the code's bytes, checked against memory).
@@ -50,15 +51,6 @@ class ProcessJitdump:
         return [load for load in self.loads if load.unwinding is not None]
 
 
-def working_directory(process, kind: str) -> Optional[str]:
-    if kind != "native":
-        return None
-    try:
-        return os.readlink(f"/proc/{process.pid()}/cwd")
-    except OSError:
-        return None
-
-
 def process_jitdump(process, mappings: Sequence[Mapping], kind: str,
                     lookup_symbol: Callable[[str], Optional[int]]) -> ProcessJitdump:
     """The jitdump of ``process`` (a debugger.Process) with records checked against its
@@ -68,7 +60,7 @@ def process_jitdump(process, mappings: Sequence[Mapping], kind: str,
         return ProcessJitdump()
     mapped = [m.path for m in mappings]
     cwd = working_directory(process, kind)
-    if not any(os.path.exists(path) for path in candidate_paths(pid, mapped, cwd)):
+    if not file_exists(pid, mapped, cwd):
         # Most JIT processes write no dump: the search below (each place read twice,
         # the process's start time from /proc) would be ~0.3 ms of their first bt.
         return ProcessJitdump()
