@@ -11,12 +11,14 @@ the row starts) for ``cfi.caller_registers`` to evaluate.  What it does not deco
 (64-bit entries, an encoding or opcode not listed) gives no row: no rules rather than
 wrong ones."""
 
+from __future__ import annotations  # annotations unevaluated: less work at the import
+
 import struct
 from operator import itemgetter
 from typing import Dict, List, Optional, Tuple
 
 from ..leb128 import read_sleb, read_uleb
-from ..rawelf import RawElf
+from ..rawelf import headers_of
 from .eh_frame_hdr import FdeIndex, search_index
 
 MAX_INSTRUCTIONS = 100_000  # in one CIE or FDE: a bound against garbage
@@ -132,15 +134,14 @@ class EhFrame:
     @classmethod
     def of_file(cls, path: str) -> Optional["EhFrame"]:
         """The ``.eh_frame`` of the ELF file ``path``; None without one (or not ELF)."""
-        with open(path, "rb") as handle:
-            elf = RawElf(handle, path)
-            frames = elf.sections.get(".eh_frame")
-            if frames is None or not frames["sh_size"]:
-                return None
-            header = elf.sections.get(".eh_frame_hdr")
-            data = frames.data()
-            index = None if header is None else search_table(
-                header.data(), header["sh_addr"], frames["sh_addr"], len(data))
+        elf = headers_of(path)
+        frames = elf.sections.get(".eh_frame") if elf is not None else None
+        if frames is None or not frames["sh_size"]:
+            return None
+        header = elf.sections.get(".eh_frame_hdr")
+        data = frames.data()
+        index = None if header is None else search_table(
+            header.data(), header["sh_addr"], frames["sh_addr"], len(data))
         return cls(data, frames["sh_addr"], index)
 
     def row_at(self, pc: int) -> Optional[dict]:
