@@ -7,7 +7,10 @@ tables read in full (symbols, DWARF)."""
 import struct
 from typing import Dict, Iterable, List, Optional
 
-__all__ = ["RawElf", "RawSection", "file_bias", "first_mappings", "load_bias"]
+from .file_cache import FileCache
+
+__all__ = ["RawElf", "RawSection", "file_bias", "first_mappings", "headers_of",
+           "load_bias"]
 
 
 class RawSection:
@@ -24,8 +27,14 @@ class RawSection:
         return self._fields[key]
 
     def data(self) -> bytes:
-        self._handle.seek(self["sh_offset"])
-        return self._handle.read(self["sh_size"])
+        if self._handle.closed:  # headers kept after their reading (headers_of)
+            with open(self._handle.name, "rb") as handle:
+                return self._read(handle)
+        return self._read(self._handle)
+
+    def _read(self, handle) -> bytes:
+        handle.seek(self["sh_offset"])
+        return handle.read(self["sh_size"])
 
 
 class RawElf:
@@ -65,6 +74,23 @@ class RawElf:
         """pyelftools' DWARF view of the file, for tables read in full."""
         from elftools.elf.elffile import ELFFile
         return ELFFile(open(self.path, "rb")).get_dwarf_info(follow_links=False)
+
+
+# Several readers look at one file during a first bt (its PT_LOADs, its CFI, its code
+# without CFI): each parse of the headers there cost 0.1-0.4 ms.
+_headers: FileCache[Optional[RawElf]] = FileCache(64)
+
+
+def headers_of(path: str) -> Optional[RawElf]:
+    """The headers of the ELF file now at ``path``, parsed once while it stays the same
+    file (its sections' data read by opening it again); None when it is not ELF or
+    cannot be read."""
+    return _headers.get(path, _parsed, None)
+
+
+def _parsed(path: str) -> RawElf:
+    with open(path, "rb") as handle:
+        return RawElf(handle, path)
 
 
 def load_bias(mapping, loads) -> Optional[int]:

@@ -100,3 +100,38 @@ def test_an_fde_with_gnu_args_size_unwinds(return_address):
                       "r14": 0x14, "r12": 12}
     assert table.row_at(0x1404) is None and table.row_at(0x137F) is None
 
+
+
+def test_a_files_headers_are_parsed_once_for_all_its_readers(tmp_path, monkeypatch):
+    """Its CFI, its code without CFI and its PT_LOADs come from one parse of its headers
+    (each one ~0.1-0.4 ms of a first bt), whose sections are still read after it; a
+    rebuilt file is parsed again."""
+    import os
+    import shutil
+
+    from jit_unwind import rawelf
+    from jit_unwind.regions import nocfi_pc
+    from jit_unwind.unwind import cfi
+
+    path = str(tmp_path / "toyjit")
+    shutil.copy(fixture_binary("toyjit"), path)
+    parsed = []
+    parse = rawelf.RawElf.__init__
+    monkeypatch.setattr(rawelf.RawElf, "__init__",
+                        lambda self, handle, name: parsed.append(name) or parse(self, handle,
+                                                                                name))
+    start, size = _symbol("call_jit")
+    rbp, saved_rbp, return_address = 0x7ffd1000, 0x7ffd1040, 0x555555556000
+    memory = BytesMemory({rbp: saved_rbp.to_bytes(8, "little")
+                          + return_address.to_bytes(8, "little")})
+    registers = {"rsp": rbp - 0x20, "rbp": rbp}
+    caller = unwind_with_cfi(memory, path, start + size // 2, registers)
+    assert caller == {"rip": return_address, "rsp": rbp + 16, "rbp": saved_rbp}
+    assert nocfi_pc.file_code(path).exact
+    assert rawelf.headers_of(path).loads
+    assert parsed == [path]
+
+    stat = os.stat(path)
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))  # "rebuilt"
+    cfi.cfi_table(path)
+    assert parsed == [path, path]

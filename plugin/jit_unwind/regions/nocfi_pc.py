@@ -27,7 +27,7 @@ from ..debug_files import by_build_id
 from ..elf_facts import kept
 from ..file_cache import FileCache
 from ..model import Region
-from ..rawelf import RawElf, file_bias, load_bias
+from ..rawelf import RawElf, file_bias, headers_of, load_bias
 from ..unwind.eh_frame_hdr import FdeIndex, search_index
 from .nocfi import (FDE_HEADER, POINTER_FORMATS, PADDING, ELF64_SYMBOL, MAX_FDES, MAX_FILES,
                     SKIPPED_SECTIONS, SOURCE, debug_files_of, fde_encoding)
@@ -66,10 +66,11 @@ class FileCode:
         self._names: Dict[Tuple[int, int], str] = {}
         self._functions: Dict[Gap, Functions] = {}
         self._symbols: Optional[List] = None
-        with open(path, "rb") as handle:
-            elf = RawElf(handle, path)
-            self.loads = elf.loads
-            self._read(elf)
+        elf = headers_of(path)
+        if elf is None:
+            raise ValueError(f"{path}: not an ELF file")
+        self.loads = elf.loads
+        self._read(elf)
 
     def _read(self, elf: RawElf) -> None:
         sections = elf.sections

@@ -10,11 +10,11 @@ are read by ``cfi_rows`` when first needed, tables kept per file (``FileCache``)
 
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Dict, Iterable, Optional
 
 from ..arch import X86_64, Architecture
 from ..file_cache import FileCache
-from ..rawelf import RawElf, file_bias
+from ..rawelf import file_bias, headers_of
 from ..target import Memory
 from .cfi_rows import EhFrame
 
@@ -29,7 +29,6 @@ OUTERMOST: Dict[str, int] = {}
 
 
 _tables: FileCache[Optional[EhFrame]] = FileCache(MAX_FILES)
-_loads: FileCache[Optional[List[Tuple[int, int]]]] = FileCache(MAX_FILES)  # PT_LOADs
 
 
 def cfi_table(path: str) -> Optional[EhFrame]:
@@ -57,8 +56,8 @@ def cfi_rsp_caller(memory: Memory, mappings: Iterable, path: str, return_address
     computes the CFA from sp (it needs no other register); None when no row does,
     OUTERMOST for an outermost frame.  The load bias comes from the file's first
     mapping: LLDB's cores give every mapping file offset 0."""
-    loads = _loads.get(path, _read_loads, None)
-    bias = file_bias(path, mappings, loads) if loads else None
+    elf = headers_of(path)
+    bias = file_bias(path, mappings, elf.loads) if elf is not None and elf.loads else None
     table = cfi_table(path) if bias is not None else None
     row = table.row_at(return_address - 1 - bias) if table is not None else None
     cfa_rule = row.get("cfa") if row is not None else None
@@ -66,11 +65,6 @@ def cfi_rsp_caller(memory: Memory, mappings: Iterable, path: str, return_address
             or arch.dwarf_registers.get(cfa_rule.reg) != arch.sp:
         return None
     return caller_registers(memory, row, {arch.sp: sp, arch.pc: return_address}, arch)
-
-
-def _read_loads(path: str) -> List[Tuple[int, int]]:
-    with open(path, "rb") as handle:
-        return RawElf(handle, path).loads
 
 
 def caller_registers(memory: Memory, row, registers: Dict[str, int],
