@@ -72,6 +72,20 @@ def test_near_jit_answers_for_a_pc_and_a_callers_pc_minus_one():
     assert regions.near_jit(0x20010)
 
 
+def test_jit_bounds_hold_every_address_near_jit_code():
+    """What a stack scan rules words out by before near_jit's search: everything
+    near_jit can say yes to lies within them; nothing does without JIT code."""
+    regions = RegionMap(parse_proc_maps(MAPS))
+    low, high = regions.jit_bounds()
+    assert low <= 0x7FFFF7FBE000 and 0x7FFFF7FC0000 <= high
+    assert all(regions.near_jit(pc) == (low <= pc <= high) for pc in
+               (low - 1, low, high, high + 1))
+    regions.add_symbols([Region(0x7FFFF7FD0000, 0x7FFFF7FD0100, "perf-map", "added")])
+    assert regions.jit_bounds()[1] >= 0x7FFFF7FD0000
+    low, high = RegionMap([Mapping(0x1000, 0x3000, "r-xp", "/bin/x")]).jit_bounds()
+    assert not low <= 0x1000 <= high and not low <= 0 <= high
+
+
 def test_in_file_code_only_inside_a_files_executable_mapping():
     regions = RegionMap(parse_proc_maps(MAPS))
     assert regions.in_file_code(0x555555555100)

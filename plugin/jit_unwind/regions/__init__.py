@@ -7,7 +7,7 @@ this address executable, which mapping holds this stack pointer.
 """
 
 import bisect
-from typing import Callable, Iterable, List, Optional, Sequence
+from typing import Callable, Iterable, List, Optional, Sequence, Tuple
 
 from ..model import CodeKind, Mapping, Region, RegionSource
 
@@ -184,6 +184,14 @@ class RegionMap:
         starts, ends = spans
         index = bisect.bisect_right(starts, pc) - 1
         return index >= 0 and pc <= ends[index]
+
+    def jit_bounds(self) -> Tuple[int, int]:
+        """(lowest, highest) address near_jit can be true for; (1, 0) without JIT code:
+        a scan of the stack rules most words out with two comparisons."""
+        if self._spans is None:
+            self.near_jit(0)
+        starts, ends = self._spans
+        return (starts[0], ends[-1]) if starts else (1, 0)
 
     def in_file_code(self, pc: int) -> bool:
         """True when ``pc`` and ``pc - 1`` lie in a file's executable mapping (a

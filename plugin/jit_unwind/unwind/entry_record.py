@@ -20,9 +20,12 @@ SCAN_WORDS = 1024
 
 def unwind_entry_record(ctx: UnwindContext) -> Optional[Unwound]:
     regions = ctx.regions
-    for slot, value in ctx.stack_words(SCAN_WORDS):
-        # near_jit first: one search of the JIT spans rules out most words, where
-        # jit_region_at searches twice (up to 1,024 words, ~0.4 ms of a first bt).
+    low, high = regions.jit_bounds()
+    # Words outside every JIT span are ruled out in one pass (up to 1,024 words: a
+    # search per word was ~0.4 ms of a first bt), then near_jit's search, where
+    # jit_region_at would search twice.
+    for slot, value in [word for word in ctx.stack_words(SCAN_WORDS)
+                        if low <= word[1] <= high]:
         if not regions.near_jit(value) or regions.jit_region_at(value - 1) is None \
                 or not ctx.is_return_address(value):
             continue
