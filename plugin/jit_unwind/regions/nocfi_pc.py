@@ -52,9 +52,9 @@ class FileCode:
     def __init__(self, path: str):
         self.path = path
         self.exact = False  # False: UNKNOWN for every pc
-        # False: another CFI (.debug_frame, here or in the separate debug file) may
-        # cover what no FDE of .eh_frame does (UNKNOWN then)
-        self.complete = False
+        # See complete: None until asked (for a pc no FDE covers), False without FDEs.
+        self._complete: Optional[bool] = False
+        self._headers: Optional[RawElf] = None
         self.code: List[Tuple[int, int, int]] = []  # (start, end, file offset), sorted
         self.fdes = FdeIndex([], [])  # .eh_frame_hdr's table, searched in place
         self.frames_offset = self.frames_size = 0  # .eh_frame's place in the file
@@ -71,6 +71,18 @@ class FileCode:
             raise ValueError(f"{path}: not an ELF file")
         self.loads = elf.loads
         self._read(elf)
+
+    @property
+    def complete(self) -> bool:
+        """False when another CFI (.debug_frame, here or in the separate debug file) may
+        cover what no FDE of .eh_frame does (UNKNOWN then).  Found at the first pc no
+        FDE covers: most files' pcs never ask (the build id is a read of the file)."""
+        if self._complete is None:
+            elf, self._headers = self._headers, None
+            debug = by_build_id(elf)
+            self._complete = ".debug_frame" not in elf.sections and not (
+                debug is not None and os.path.exists(debug))
+        return bool(self._complete)
 
     def _read(self, elf: RawElf) -> None:
         sections = elf.sections
@@ -89,9 +101,7 @@ class FileCode:
             return
         if header is None or frames is None or not frames["sh_size"]:
             return
-        debug = by_build_id(elf)
-        self.complete = ".debug_frame" not in sections and not (
-            debug is not None and os.path.exists(debug))
+        self._complete, self._headers = None, elf
         try:
             fdes = search_index(header.data(), header["sh_addr"], frames["sh_addr"],
                                 MAX_FDES)
