@@ -6,9 +6,9 @@ through the expression evaluator may need the very frame being unwound) or impos
 mappings say where each file is loaded.
 """
 
-import os
 import struct
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple, TypeVar
+from typing import (Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple,
+                    TypeVar)
 
 from .file_cache import FileCache, file_identity
 from .rawelf import RawElf, first_mappings, load_bias
@@ -268,24 +268,44 @@ def _look_up(mappings: Iterable[Mapping], look: Callable[[_Summaries, Iterator],
     mapped ELF file in mapping order, summarized only as far as ``look`` iterates (the
     program's own file often has the answer), ``group`` holds their summaries; what
     the look-up added to them is written back after it."""
-    first = first_mappings(mappings)
-    if not first:
-        return None
-    group = _summaries(next(iter(first)))  # the program's file: mapped first
+    if _last[0] is mappings:
+        first, group, seen = _last[1:]
+    else:
+        first = first_mappings(mappings)
+        if not first:
+            return None
+        group = _summaries(next(iter(first)))  # the program's file: mapped first
+        seen = {}
+        if isinstance(mappings, Sequence):
+            _last[:] = [mappings, first, group, seen]
     try:
-        return look(group, _summarized(group, first))
+        return look(group, _summarized(group, first, seen))
     finally:
         if group.changed:
             group.write()
 
 
-def _summarized(group: _Summaries, first: Dict[str, Mapping]) -> Iterator:
+# The mapping list last looked up in (a RegionMap's, the same object while the process's
+# mappings stay the same), its files and what they gave (path -> (summary, bias), None
+# for a file that is not ELF or not placed): a first bt asks the same files for the JIT
+# interface's descriptor, .PyRuntime and _PyRuntime, each file stat'ed once.
+_last: list = [None, None, None, None]
+
+
+def _summarized(group: _Summaries, first: Dict[str, Mapping], seen: dict) -> Iterator:
     for path, mapping in first.items():
-        summary = group.of(path)
-        if summary:
-            bias = load_bias(mapping, summary["loads"])
-            if bias is not None:
-                yield path, summary, bias
+        if path in seen:
+            found = seen[path]
+        else:
+            found = None
+            summary = group.of(path)
+            if summary:
+                bias = load_bias(mapping, summary["loads"])
+                if bias is not None:
+                    found = summary, bias
+            seen[path] = found
+        if found is not None:
+            yield path, found[0], found[1]
 
 
 def symbol_address(mappings: Iterable[Mapping], name: str, full_tables: bool = False,
@@ -311,8 +331,7 @@ def _symbol_address(group, mapped, name, full_tables, debug_files) -> Optional[i
             return value + bias
     if full_tables:
         if debug_files is not None:  # the debugger's names may go through symlinks
-            debug_files = {os.path.realpath(path): debug_file
-                           for path, debug_file in debug_files.items()}
+            debug_files = _by_inode(debug_files)
         for path, summary, bias in files:
             value = symtab_value(path, name) if summary["symtab"] else None
             if value is not None:
@@ -320,12 +339,23 @@ def _symbol_address(group, mapped, name, full_tables, debug_files) -> Optional[i
         for path, summary, bias in files:
             if summary["symtab"]:  # not stripped: its own table was searched
                 continue
-            debug_file = (debug_files.get(path) if debug_files is not None
-                          else _debug_file(path))
+            debug_file = (debug_files.get(group.files[path][0][:2])
+                          if debug_files is not None else _debug_file(path))
             value = symtab_value(debug_file, name) if debug_file else None
             if value is not None:
                 return value + bias  # a debug file keeps its file's addresses
     return None
+
+
+def _by_inode(debug_files: Dict[str, str]) -> Dict[Tuple[int, int], str]:
+    """The debugger's debug files by their file's device and inode: a stat each, where
+    os.path.realpath took one per part of the name (~0.05 ms a file at a first bt)."""
+    found = {}
+    for path, debug_file in debug_files.items():
+        identity = file_identity(path)
+        if identity is not None:
+            found[identity[:2]] = debug_file
+    return found
 
 
 def _debug_file(path: str) -> Optional[str]:

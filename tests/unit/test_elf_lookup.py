@@ -186,6 +186,7 @@ def test_the_files_summaries_are_kept_for_the_next_session(tmp_path, monkeypatch
     def session(name):
         elf_lookup._programs.clear()  # a new session: nothing in memory
         elf_lookup._files.clear()
+        elf_lookup._last[:] = [None] * 4
         return elf_lookup.symbol_address(mappings, name)
 
     assert session("exported_value") == bias + value
@@ -234,3 +235,33 @@ def test_files_are_summarized_only_as_far_as_a_look_up_goes(tmp_path, monkeypatc
     assert read == [str(library), str(libc)]
     elf_lookup._programs.clear()
     elf_lookup._files.clear()
+
+
+def test_a_stops_look_ups_check_each_mapped_file_once(tmp_path, monkeypatch):
+    """A first bt looks the same mapped files up three times (the JIT interface's
+    descriptor, .PyRuntime, _PyRuntime): through one mapping list, each file's identity
+    is checked once (its summary's identity); another list (another stop's mappings)
+    checks them again."""
+    from jit_unwind import elf_lookup
+    from jit_unwind.model import Mapping
+    monkeypatch.setenv("JIT_UNWIND_ELF_CACHE", "0")
+    (tmp_path / "lib.c").write_text("int exported_value = 7;\n")
+    library = tmp_path / "lib.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(library), str(tmp_path / "lib.c")],
+                   check=True)
+    program = fixture_binary("nocfi")
+    bias = 0x7F0000000000
+    mappings = [Mapping(0x555555554000, 0x555555555000, "r--p", str(program), 0),
+                Mapping(bias, bias + 0x1000, "r--p", str(library), 0)]
+    checked = []
+    summary_of = elf_lookup._Summaries.of
+    monkeypatch.setattr(elf_lookup._Summaries, "of",
+                        lambda group, path: checked.append(path) or summary_of(group, path))
+    value = bias + _exported(library)["exported_value"]
+    assert elf_lookup.symbol_address(mappings, "exported_value") == value
+    assert elf_lookup.section_address(mappings, ".PyRuntime") is None
+    assert elf_lookup.symbol_address(mappings, "_PyRuntime") is None
+    assert sorted(checked) == sorted([str(program), str(library)])
+    checked.clear()
+    assert elf_lookup.symbol_address(list(mappings), "exported_value") == value
+    assert str(library) in checked
