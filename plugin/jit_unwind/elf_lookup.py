@@ -339,7 +339,7 @@ def _symbol_address(group, mapped, name, full_tables, debug_files) -> Optional[i
         for path, summary, bias in files:
             if summary["symtab"]:  # not stripped: its own table was searched
                 continue
-            debug_file = (debug_files.get(group.files[path][0][:2])
+            debug_file = (_given_debug_file(group, path, debug_files)
                           if debug_files is not None else _debug_file(path))
             value = symtab_value(debug_file, name) if debug_file else None
             if value is not None:
@@ -356,6 +356,14 @@ def _by_inode(debug_files: Dict[str, str]) -> Dict[Tuple[int, int], str]:
         if identity is not None:
             found[identity[:2]] = debug_file
     return found
+
+
+def _given_debug_file(group: _Summaries, path: str,
+                      by_inode: Dict[Tuple[int, int], str]) -> Optional[str]:
+    """The debug file the debugger read for the mapped file ``path`` (summarized: its
+    identity is kept), None without one or for a file gone since."""
+    entry = group.files.get(path)
+    return by_inode.get(entry[0][:2]) if entry is not None else None
 
 
 def _debug_file(path: str) -> Optional[str]:
