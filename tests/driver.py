@@ -17,12 +17,14 @@ import json
 import os
 import re
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from tests.lldb_driver import LLDB_INIT, WAIT_FOR_PROVIDER, run_lldb
-from tests.support import GDB_BINARIES, PRINT_PID, assert_no_python_failure, run_gdb
+from tests.support import (GDB_BINARIES, PRINT_PID, assert_no_python_failure,
+                           remove_process_files, run_gdb, session_output)
 
 MIXED_JSON = "py-mixed-bt --json --all-threads"
 LLDB19 = Path("/usr/bin/lldb-19")
@@ -35,7 +37,7 @@ class Transcript:
     debugger: str
     commands: List[str]
     outputs: List[str]
-    whole: str
+    whole: str  # a SessionOutput: when the session ran too
     pid: Optional[int] = None
 
     def output(self, command: str) -> str:
@@ -54,10 +56,10 @@ class Transcript:
         return json.JSONDecoder().raw_decode(text[start:])[0]
 
     def remove_perf_files(self) -> None:
-        """The perf map and jitdump the process may have written."""
+        """The perf map and jitdump the process may have written (during the session:
+        support.remove_process_files)."""
         if self.pid:
-            for name in (f"/tmp/perf-{self.pid}.map", f"/tmp/jit-{self.pid}.dump"):
-                Path(name).unlink(missing_ok=True)
+            remove_process_files([self.pid], self.whole)
 
 
 def _split(whole: str, commands: Sequence[str], prompt: str) -> List[str]:
@@ -171,13 +173,14 @@ class Lldb19Driver(Driver):
         env = dict(os.environ)
         for name in ("PYTHONHOME", "PYTHONPATH"):
             env.pop(name, None)
+        started = time.time()
         try:
             result = subprocess.run([str(self.binary), "--no-lldbinit", "-s", str(script)],
                                     capture_output=True, text=True, errors="replace",
                                     timeout=LLDB19_TIMEOUT, stdin=subprocess.DEVNULL, env=env)
         finally:
             script.unlink(missing_ok=True)
-        whole = result.stdout + result.stderr
+        whole = session_output(result.stdout + result.stderr, started)
         assert_no_python_failure(whole)
         assert "error: module importing failed" not in whole, whole
         pid = re.search(r"Process (\d+) (?:launched|stopped)", whole)

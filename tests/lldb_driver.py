@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Sequence
@@ -45,6 +46,7 @@ def run_lldb(commands: Sequence[str], program: Sequence[str] = (),
     env = dict(os.environ, LLDB_DEBUGSERVER_PATH=lldb_server())
     for name in ("PYTHONHOME", "PYTHONPATH"):
         env.pop(name, None)
+    started = time.time()
     with subprocess.Popen([str(VENV_PYTHON), __file__, json.dumps(spec)],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                           errors="replace", stdin=subprocess.DEVNULL, env=env) as lldb_process:
@@ -60,9 +62,9 @@ def run_lldb(commands: Sequence[str], program: Sequence[str] = (),
     output += errors
     assert lldb_process.returncode == 0, \
         f"LLDB's process died ({lldb_process.returncode}):\n{output}"
-    from tests.support import assert_no_python_failure  # the parent's side only
+    from tests.support import assert_no_python_failure, session_output  # the parent's only
     assert_no_python_failure(output)
-    return output
+    return session_output(output, started)
 
 
 def _native_stacks(pid: int) -> str:

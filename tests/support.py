@@ -4,9 +4,10 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import Iterable, List, Optional, Sequence, Tuple
 
 REPO = Path(__file__).resolve().parent.parent
 BUILD = REPO / "build"
@@ -55,6 +56,20 @@ def pyenv_python(version: str) -> Path:
     return path
 
 
+class SessionOutput(str):
+    """What a debugger session printed, and when it ran: ``window`` is (time.time()
+    before it started, after it ended), for remove_process_files."""
+
+    window: Tuple[float, float] = (0.0, float("inf"))
+
+
+def session_output(text: str, started: float) -> SessionOutput:
+    """``text``, printed by a session that started at ``started`` and has just ended."""
+    output = SessionOutput(text)
+    output.window = (started, time.time())
+    return output
+
+
 def run_gdb(gdb: Path, commands: Sequence[str], program: Sequence[str] = (),
             core: Optional[Path] = None, plugin: bool = True,
             before: Sequence[str] = (), early: Sequence[str] = (),
@@ -82,9 +97,10 @@ def run_gdb(gdb: Path, commands: Sequence[str], program: Sequence[str] = (),
         argv += [str(program[0]), str(core)]
     elif program:
         argv += ["--args", *map(str, program)]
+    started = time.time()
     result = subprocess.run(argv, capture_output=True, text=True, errors="replace",
                             timeout=GDB_TIMEOUT, stdin=subprocess.DEVNULL)
-    output = result.stdout + result.stderr
+    output = session_output(result.stdout + result.stderr, started)
     if not others_may_fail:
         assert_no_python_failure(output)
     return output
@@ -128,8 +144,33 @@ PRINT_PID = 'python print("inferior-pid", gdb.selected_inferior().pid)'
 
 def remove_perf_map(output: str) -> None:
     """Delete the perf map of the process whose pid PRINT_PID printed in ``output``."""
-    for pid in set(re.findall(r"inferior-pid (\d+)", output)):
-        try:
-            os.unlink(f"/tmp/perf-{pid}.map")
-        except OSError:
-            pass
+    remove_process_files(re.findall(r"inferior-pid (\d+)", output), output, ("perf-{}.map",))
+
+
+def remove_launched(output: str) -> None:
+    """Delete the perf map of each process LLDB says it launched in ``output``."""
+    remove_process_files(re.findall(r"Process (\d+) launched", output), output,
+                         ("perf-{}.map",))
+
+
+PROCESS_FILES = ("perf-{}.map", "jit-{}.dump")
+
+
+def remove_process_files(pids: Iterable, output: Optional[str] = None,
+                         names: Sequence[str] = PROCESS_FILES) -> None:
+    """Delete the files in /tmp named ``names`` (formatted with the pid) of the
+    processes ``pids`` that ran in the session that printed ``output``: only those last
+    written while that session ran (its SessionOutput.window), when it says.  pid_max is
+    32,768 here and the tests run in parallel, so by the time of a clean-up a pid may
+    be another test's process, whose files that test still needs (a node test reads its
+    perf map again on its core); a plain string, as before, deletes them whatever their
+    age."""
+    low, high = getattr(output, "window", SessionOutput.window)
+    for pid in set(map(str, pids)):
+        for name in names:
+            path = os.path.join("/tmp", name.format(pid))
+            try:
+                if low <= os.stat(path).st_mtime <= high:
+                    os.unlink(path)
+            except OSError:
+                pass

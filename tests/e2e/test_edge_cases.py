@@ -295,7 +295,8 @@ def test_stripped_python_launcher(gdb, tmp_path, version):
     program = [python, "-X", "perf", RECURSE]
     ours = run_gdb(gdb, ["run", "bt", "py-mixed-bt", PRINT_PID], program, early=early)
     plain = run_gdb(gdb, ["run", "bt", PRINT_PID], program, plugin=False, early=early)
-    remove_perf_map(ours + plain)
+    remove_perf_map(ours)
+    remove_perf_map(plain)
     bt, _, mixed = ours.partition("Thread 1 (LWP")
     assert [e for e, _ in python_frames_with_parents(bt)] == expected_recursion(3), ours
     assert [e for e, _ in python_frames_with_parents(mixed, mixed=True)] == \

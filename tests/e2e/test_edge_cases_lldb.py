@@ -3,19 +3,17 @@ freed and reused between two stops, a thread running a subinterpreter's code, a 
 without Python or JIT code, a perf map whose lines name no JIT code."""
 
 import re
-from pathlib import Path
 
 import pytest
 
 from tests.e2e.test_edge_cases import SUBINTERPRETER, _python
 from tests.lldb_driver import frames_to_main, parse_lldb_backtrace, run_lldb
 from tests.python_expect import python_frames_with_parents
-from tests.support import fixture_binary
+from tests.support import fixture_binary, remove_launched
 from tests.toyjit_expect import check_backtrace
 
 def _remove_perf_maps(output):
-    for pid in set(re.findall(r"Process (\d+) launched", output)):
-        Path(f"/tmp/perf-{pid}.map").unlink(missing_ok=True)
+    remove_launched(output)
 
 
 @pytest.mark.parametrize("perf_map", [False, True], ids=["no-perf-map", "perf-map"])

@@ -2,12 +2,11 @@
 commands work, and bt stays LLDB's own."""
 
 import re
-from pathlib import Path
 
 from tests.driver import driver
 from tests.lldb_driver import parse_lldb_backtrace
 from tests.python_expect import python_of
-from tests.support import REPO, fixture_binary
+from tests.support import REPO, fixture_binary, remove_process_files
 
 SCRIPT = REPO / "tests" / "fixtures" / "python" / "recurse_sigtrap.py"
 
@@ -32,8 +31,8 @@ def test_commands_without_frame_providers(tmp_path):
 def test_py_mixed_bt_without_frame_providers(tmp_path):
     output = run_lldb19(tmp_path, [python_of("3.12.1"), "-X", "perf", SCRIPT],
                         ["py-mixed-bt --python-only", "py-mixed-bt"])
-    for pid in set(re.findall(r"Process (\d+) (?:launched|stopped)", output)):
-        Path(f"/tmp/perf-{pid}.map").unlink(missing_ok=True)
+    remove_process_files(re.findall(r"Process (\d+) (?:launched|stopped)", output), output,
+                         ("perf-{}.map",))
     python_only = output.split("(lldb) py-mixed-bt --python-only")[1].split("(lldb) ")[0]
     assert python_only.count("[py] recurse (") == 4, output
     assert "[py] <module> (" in python_only, output

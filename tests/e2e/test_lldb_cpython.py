@@ -4,7 +4,6 @@ _start (LLDB alone stops at the first one) and py-mixed-bt, live and from a core
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 
@@ -12,7 +11,8 @@ from tests.jit_python import JIT_MINORS, jit_python
 from tests.lldb_driver import (SELECT_EVERY_FRAME, WAIT_FOR_PROVIDER,
                                parse_lldb_backtrace, run_lldb)
 from tests.python_expect import SCRIPTS, marks, python_of
-from tests.support import GDB_BINARIES, PRINT_PID, REPO, lldb_errors, remove_perf_map, run_gdb
+from tests.support import (GDB_BINARIES, PRINT_PID, REPO, lldb_errors, remove_launched,
+                           remove_perf_map, run_gdb)
 
 SCRIPT = REPO / "tests" / "fixtures" / "python" / "recurse_sigtrap.py"
 JIT_SCRIPT = SCRIPTS / "jit_scenarios.py"
@@ -74,7 +74,7 @@ def test_perf_trampolines_live_and_from_gcore(tmp_path):
     core = tmp_path / "python.core"
     live = run_lldb(["process launch", "bt", "py-mixed-bt", "py-mixed-bt --json",
                      SELECT_EVERY_FRAME], [python, "-X", "perf", SCRIPT])
-    pid = re.search(r"Process (\d+) launched", live).group(1)
+    assert re.search(r"Process (\d+) launched", live), live
     gcore_run = ""
     try:
         check_bt(live)
@@ -88,7 +88,7 @@ def test_perf_trampolines_live_and_from_gcore(tmp_path):
         check_bt(from_core)
         check_mixed(from_core)
     finally:
-        Path(f"/tmp/perf-{pid}.map").unlink(missing_ok=True)
+        remove_launched(live)
         if gcore_run:
             remove_perf_map(gcore_run)
 
@@ -153,8 +153,7 @@ def test_python_frames_setting():
         check_bt(on.split("(lldb) jit-unwind\n")[0])
         assert "python-frames: on" in on.split("(lldb) jit-unwind\n")[1], output
     finally:
-        for pid in re.findall(r"Process (\d+) launched", output):
-            Path(f"/tmp/perf-{pid}.map").unlink(missing_ok=True)
+        remove_launched(output)
 
 
 def test_all_threads_of_a_jit_process():

@@ -15,7 +15,8 @@ from tests.lldb_driver import run_lldb
 from tests.driver import driver
 from tests.jit_python import jit_python
 from tests.python_expect import SCRIPTS, python_of
-from tests.support import PRINT_PID, REPO, fixture_binary, remove_perf_map, run_gdb
+from tests.support import (PRINT_PID, REPO, fixture_binary, remove_perf_map,
+                           remove_process_files, run_gdb)
 
 TOY = ["mixed", "1", "sigtrap", "--perf-map"]
 # The toy's stack under LLDB (two libc frames above toy_stop): the frames the
@@ -40,9 +41,10 @@ PERF_SCRIPT = REPO / "tests" / "fixtures" / "python" / "recurse_sigtrap.py"
 JIT_SCENARIOS = SCRIPTS / "jit_scenarios.py"
 
 
-def _remove_perf_maps(output):
-    for pid in set(re.findall(r"Process (\d+) (?:launched|stopped)", output)):
-        Path(f"/tmp/perf-{pid}.map").unlink(missing_ok=True)
+def _remove_perf_maps(*outputs):
+    for output in outputs:  # each with its session's time (support.remove_process_files)
+        remove_process_files(re.findall(r"Process (\d+) (?:launched|stopped)", output),
+                             output, ("perf-{}.map",))
 
 
 def _symbol_file(output):
@@ -114,7 +116,7 @@ def test_lldb23_bt_with_the_symbol_file_lists_every_frame():
     for args in (["frameless", "50", "sigtrap", "--perf-map"], TOY):
         with_file = run_lldb(["run", "bt"], [toyjit, *args])
         without = run_lldb(["jit-unwind symbol-file off", "run", "bt"], [toyjit, *args])
-        _remove_perf_maps(with_file + without)
+        _remove_perf_maps(with_file, without)
         names = [f.function for f in parse_lldb_backtrace(with_file)]
         plain = [f.function for f in parse_lldb_backtrace(without)]
         assert ".elf`" in with_file and ".elf`" not in without
@@ -236,7 +238,7 @@ def test_perf_trampolines_named_in_lldb23(tmp_path):
     level = next(f.level for f in parse_lldb_backtrace(first) if ".elf`py::" in f.line)
     live = run_lldb(["run", *_navigate_by_address(first, (level,))],
                     [python, "-X", "perf", PERF_SCRIPT])
-    _remove_perf_maps(first + live)
+    _remove_perf_maps(first, live)
     name = f"py::recurse:{PERF_SCRIPT}"
     frames = parse_lldb_backtrace(live.split(f"(lldb) frame select {level}")[0])
     trampolines = [f for f in frames if ".elf`py::" in f.line]
