@@ -27,7 +27,8 @@ import pytest
 
 from tests.driver import Transcript, driver
 from tests.lldb_driver import parse_lldb_backtrace
-from tests.support import GDB_BINARIES, REPO, fixture_binary, parse_backtrace, run_gdb
+from tests.support import (GDB_BINARIES, PRINT_PID, REPO, fixture_binary, parse_backtrace,
+                           remove_perf_map, run_gdb)
 
 RUNTIMES_DIR = REPO / "tests" / "fixtures" / "runtimes"
 SNAPSHOT = (f"import sys; sys.path.insert(0, {str(REPO)!r}); "
@@ -251,9 +252,10 @@ def plain_gdb(tmp_path_factory):
             runtime = RUNTIMES[name]
             directory = tmp_path_factory.mktemp(f"plain-{name}")
             output = run_gdb(GDB_BINARIES["gdb13"],
-                             [*runtime.gdb_setup, "run", "echo @@bt\\n", "bt",
+                             [*runtime.gdb_setup, "run", PRINT_PID, "echo @@bt\\n", "bt",
                               snapshot_command("gdb13", directory)], runtime.argv(),
                              plugin=False)
+            remove_perf_map(output)  # HotSpot's, asked for by the program itself
             transcript = Transcript("gdb13", ["bt"], [output.split("@@bt\n", 1)[-1]], output)
             frames = frames_of(transcript)
             found[name] = Reference(frames, true_frames(frames, read_snapshot(directory),
