@@ -11,7 +11,7 @@ from typing import (Callable, Dict, Iterable, Iterator, List, Optional, Sequence
                     TypeVar)
 
 from .file_cache import FileCache, file_identity
-from .rawelf import RawElf, first_mappings, load_bias
+from .rawelf import RawElf, first_mappings, headers_of, load_bias
 from .model import Mapping
 
 # Opened files, by path: (identity, Exports or None, [(p_vaddr, p_offset)] of PT_LOADs).
@@ -369,10 +369,11 @@ def _given_debug_file(group: _Summaries, path: str,
 def _debug_file(path: str) -> Optional[str]:
     """The separate debug file GDB reads for ``path`` (build id, then debug link)."""
     from . import debug_files
+    elf = headers_of(path)  # parsed once for all its readers
+    if elf is None:
+        return None
     try:
-        with open(path, "rb") as handle:
-            elf = RawElf(handle, path)
-            identity, link = debug_files.build_id(elf), debug_files.debug_link(elf)
+        identity, link = debug_files.build_id(elf), debug_files.debug_link(elf)
     except (OSError, ValueError, struct.error):
         return None
     return debug_files.separate_debug_file(path, identity, link)

@@ -24,7 +24,7 @@ from ..debug_files import by_build_id
 from ..file_cache import FileCache
 from ..leb128 import read_uleb
 from ..model import Region, RegionSource
-from ..rawelf import RawElf, file_bias, load_bias
+from ..rawelf import RawElf, file_bias, headers_of, load_bias
 from ..elf_facts import kept
 from ..unwind.eh_frame_hdr import read_search_table
 
@@ -34,10 +34,9 @@ SKIPPED_SECTIONS = (".init", ".fini")
 MAX_FDES = 2_000_000  # a table larger than this is not believed
 
 # Per file (file_cache; none claimed for a file that cannot be read): the uncovered
-# (start, end) file addresses, sorted; its PT_LOAD (vaddr, offset) pairs, for the load
-# bias; the function symbols (start, end, name) inside the gaps, sorted.
+# (start, end) file addresses, sorted; the function symbols (start, end, name) inside
+# the gaps, sorted.  Its PT_LOADs, for the load bias, are its headers' (rawelf).
 _gaps: FileCache[List[Tuple[int, int]]] = FileCache(MAX_FILES)
-_loads: FileCache[List[Tuple[int, int]]] = FileCache(MAX_FILES)
 _functions: FileCache[List[Tuple[int, int, str]]] = FileCache(MAX_FILES)
 
 
@@ -58,11 +57,6 @@ def _valid_functions(value) -> bool:
     return isinstance(value, list) and all(
         isinstance(entry, tuple) and len(entry) == 3 and type(entry[0]) is int
         and type(entry[1]) is int and type(entry[2]) is str for entry in value)
-
-
-def _read_loads(path: str) -> List[Tuple[int, int]]:
-    with open(path, "rb") as handle:
-        return RawElf(handle, path).loads
 
 
 def _compute_gaps(path: str) -> List[Tuple[int, int]]:
@@ -247,8 +241,10 @@ def _debug_frame_ranges(elf: RawElf) -> List[Tuple[int, int]]:
 def debug_files_of(path: str) -> List[str]:
     """The other files ``path``'s gaps depend on: its separate debug file, there or
     not (one installed later covers more)."""
-    with open(path, "rb") as handle:
-        debug = by_build_id(RawElf(handle, path))
+    elf = headers_of(path)  # parsed once for all its readers
+    if elf is None:
+        raise ValueError(f"{path}: not an ELF file")
+    debug = by_build_id(elf)
     return [debug] if debug else []
 
 
@@ -275,7 +271,8 @@ def nocfi_regions(path: str, mappings: Iterable) -> List[Region]:
     if not gaps:
         return []
     mine = [m for m in mappings if m.path == path]
-    loads = _loads.get(path, _read_loads, [])
+    elf = headers_of(path)
+    loads = elf.loads if elf is not None else []
     main_bias = file_bias(path, mine, loads)
     if main_bias is None:
         return []
