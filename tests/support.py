@@ -148,8 +148,9 @@ def remove_perf_map(output: str) -> None:
 
 
 def remove_launched(output: str) -> None:
-    """Delete the perf map of each process LLDB says it launched in ``output``."""
-    remove_process_files(re.findall(r"Process (\d+) launched", output), output,
+    """Delete the perf map of each process LLDB says it launched (or stopped) in
+    ``output``."""
+    remove_process_files(re.findall(r"Process (\d+) (?:launched|stopped)", output), output,
                          ("perf-{}.map",))
 
 

@@ -6,7 +6,7 @@ import re
 from tests.driver import driver
 from tests.lldb_driver import parse_lldb_backtrace
 from tests.python_expect import python_of
-from tests.support import REPO, fixture_binary, remove_process_files
+from tests.support import REPO, fixture_binary, remove_launched
 
 SCRIPT = REPO / "tests" / "fixtures" / "python" / "recurse_sigtrap.py"
 
@@ -31,8 +31,7 @@ def test_commands_without_frame_providers(tmp_path):
 def test_py_mixed_bt_without_frame_providers(tmp_path):
     output = run_lldb19(tmp_path, [python_of("3.12.1"), "-X", "perf", SCRIPT],
                         ["py-mixed-bt --python-only", "py-mixed-bt"])
-    remove_process_files(re.findall(r"Process (\d+) (?:launched|stopped)", output), output,
-                         ("perf-{}.map",))
+    remove_launched(output)
     python_only = output.split("(lldb) py-mixed-bt --python-only")[1].split("(lldb) ")[0]
     assert python_only.count("[py] recurse (") == 4, output
     assert "[py] <module> (" in python_only, output

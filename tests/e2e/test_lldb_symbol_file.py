@@ -15,8 +15,8 @@ from tests.lldb_driver import run_lldb
 from tests.driver import driver
 from tests.jit_python import jit_python
 from tests.python_expect import SCRIPTS, python_of
-from tests.support import (PRINT_PID, REPO, fixture_binary, remove_perf_map,
-                           remove_process_files, run_gdb)
+from tests.support import (PRINT_PID, REPO, fixture_binary, remove_launched,
+                           remove_perf_map, run_gdb)
 
 TOY = ["mixed", "1", "sigtrap", "--perf-map"]
 # The toy's stack under LLDB (two libc frames above toy_stop): the frames the
@@ -43,8 +43,7 @@ JIT_SCENARIOS = SCRIPTS / "jit_scenarios.py"
 
 def _remove_perf_maps(*outputs):
     for output in outputs:  # each with its session's time (support.remove_process_files)
-        remove_process_files(re.findall(r"Process (\d+) (?:launched|stopped)", output),
-                             output, ("perf-{}.map",))
+        remove_launched(output)
 
 
 def _symbol_file(output):
