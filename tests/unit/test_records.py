@@ -53,13 +53,20 @@ def test_a_records_own_init_is_kept_and_takes_its_fields():
     and prints as one."""
     import inspect
 
+    from jit_unwind.arch.base import Architecture
+    from jit_unwind.commands.registry import Command, Registered
     from jit_unwind.frame_label import Label
+    from jit_unwind.model import Mapping, NativeFrame, Unwound
     from jit_unwind.regions.jitdump_process import ProcessJitdump
+    from jit_unwind.settings import Setting
     from jit_unwind.unwind.context import UnwindContext
     from jit_unwind.unwind.runtime_entries import EntryFrame, SizedBase
+    from jit_unwind.unwind.x86_64 import PrologueState, _Operand
 
     no_default = field().default  # the records' marker of a field without one
-    for cls in (Label, ProcessJitdump, UnwindContext, EntryFrame, SizedBase):
+    for cls in (Label, ProcessJitdump, UnwindContext, EntryFrame, SizedBase, Mapping,
+                Region, Unwound, NativeFrame, PrologueState, _Operand, Setting, Command,
+                Registered, Architecture):
         assert cls.__init__.__code__.co_filename == inspect.getsourcefile(cls)
         fields = cls.__record_fields__
         parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
@@ -81,6 +88,37 @@ def test_a_records_own_init_is_kept_and_takes_its_fields():
     assert hash(base) == hash(SizedBase(0, 8, 72)) and base.fixed == 72
     with pytest.raises(AttributeError):
         base.fixed = 0
+
+
+def test_an_init_is_compiled_at_the_records_first_instance():
+    """A record that does not write its __init__ gets the compiled one when it is
+    first made (most records are never made in a session), through a subclass too."""
+
+    @record(frozen=True)
+    class Pair:
+        left: int
+        right: int = field(default_factory=lambda: 7)
+
+    class Derived(Pair):
+        pass
+
+    assert Pair.__init__.__code__.co_filename == records_file()
+    first = Derived(1)
+    assert Pair.__init__.__code__.co_filename == "<record " + Pair.__qualname__ + ">"
+    assert Pair.__init__.__qualname__ == Pair.__qualname__ + ".__init__"
+    assert (first.left, first.right) == (1, 7) and Pair(1) == Pair(1, 7) != Pair(2)
+    assert Pair(right=3, left=1).right == 3
+    with pytest.raises(TypeError):
+        Pair()
+    with pytest.raises(AttributeError):
+        first.left = 5
+
+
+def records_file() -> str:
+    import inspect
+
+    import jit_unwind.records
+    return inspect.getsourcefile(jit_unwind.records)
 
 
 def test_a_record_that_writes_its_init_is_compiled_no_other():
