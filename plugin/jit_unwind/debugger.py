@@ -8,7 +8,12 @@ words (why a stack walk ended), it raises :class:`DebuggerError` with them.  Fra
 valid until the process runs again: never keep one across stops.
 """
 
-from typing import Dict, List, NamedTuple, Optional, Tuple
+# Annotations unevaluated: a string one (Optional["Frame"]) is compiled at the load, and
+# the first compile() of a GDB session costs ~1.7 ms (Python builds its AST types).
+from __future__ import annotations
+
+from operator import itemgetter
+from typing import Dict, List, Optional, Tuple
 
 from .arch import X86_64, Architecture
 from .model import Mapping
@@ -19,13 +24,26 @@ class DebuggerError(JitUnwindError):
     """The debugger could not do what was asked; the message is the debugger's."""
 
 
-class Symbol(NamedTuple):
+class Symbol(tuple):
     """The symbol (minimal symbols suffice) holding an address: its name ("" without
-    one) and its range ``[start, end)``, either end None when the debugger cannot say."""
+    one) and its range ``[start, end)``, either end None when the debugger cannot say.
+    A tuple with named items, written out: typing.NamedTuple compiles its fields'
+    annotations here (the session's first compile() is ~1.7 ms)."""
 
-    name: str
-    start: Optional[int]
-    end: Optional[int]
+    __slots__ = ()
+
+    def __new__(cls, name: str, start: Optional[int], end: Optional[int]):
+        return tuple.__new__(cls, (name, start, end))
+
+    def __getnewargs__(self):
+        return tuple(self)
+
+    name = property(itemgetter(0))
+    start = property(itemgetter(1))
+    end = property(itemgetter(2))
+
+    def __repr__(self) -> str:
+        return f"Symbol(name={self[0]!r}, start={self[1]!r}, end={self[2]!r})"
 
 
 class Frame:

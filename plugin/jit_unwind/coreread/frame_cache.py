@@ -14,6 +14,8 @@ table are kept, not the paths shown: whether a source is on disk is looked at an
 MAX_ENTRIES pcs a file.  ``JIT_UNWIND_FRAME_CACHE=0`` turns it off; a directory that
 cannot be written is the same as none."""
 
+from __future__ import annotations  # annotations unevaluated: no compile of string ones
+
 import marshal
 import os
 from typing import Dict, List, Optional

@@ -10,6 +10,8 @@ stops after ``main``.
 Where DWARF says functions are inlined at a pc, each is a frame of its own with the
 same registers (GDB's inline frames), named and placed by DWARF."""
 
+from __future__ import annotations  # annotations unevaluated: no compile of string ones
+
 from typing import Dict, List, Optional
 
 from .. import debugger

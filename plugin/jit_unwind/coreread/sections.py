@@ -10,6 +10,8 @@ parts asked for (``_Inflating``): glibc's units a backtrace needs are in the fir
 tenth of its 6 MB .debug_info.  What was inflated is kept on disk at exit
 (``section_cache``): the next run reads those parts back and inflates only for others."""
 
+from __future__ import annotations  # annotations unevaluated: no compile of string ones
+
 import mmap
 import struct
 import zlib

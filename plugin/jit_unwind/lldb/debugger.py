@@ -11,6 +11,8 @@ as GDB's ``backtrace past-main off`` does, so that both debuggers give the same 
 No LLDB error leaves this module: methods return None, or raise DebuggerError.
 """
 
+from __future__ import annotations  # annotations unevaluated: no compile of string ones
+
 import contextlib
 import os
 import sys

@@ -9,6 +9,8 @@ With the file loaded, LLDB's own unwinder goes through the code the file has .eh
 for, and LLDB names the JIT frames inside the module from its symbols.
 """
 
+from __future__ import annotations  # annotations unevaluated: no compile of string ones
+
 import threading
 from typing import Dict
 
