@@ -4,6 +4,8 @@ executable (the debugger then cannot unwind the native frames: it lists words of
 stack as frames, and Python frames must not be hung under those).  Each is said once per
 core file when the plugin first sees it, and again by py-mixed-bt in its note."""
 
+from __future__ import annotations  # annotations unevaluated: less work at load
+
 import os
 from typing import Callable, List, Optional, Tuple
 

@@ -3,6 +3,8 @@
 gives (beside the file, in ``.debug/`` there, under ``/usr/lib/debug``).  Only the
 file's headers, build ID note and debug link are read: no symbol table."""
 
+from __future__ import annotations  # annotations unevaluated: less work at load
+
 import os
 import struct
 from typing import List, Optional

@@ -18,6 +18,8 @@ CFI): one installed, changed or removed since makes the value computed again.
 ``JIT_UNWIND_ELF_CACHE=0`` turns it off; a directory that cannot be written is the same
 as none."""
 
+from __future__ import annotations  # annotations unevaluated: less work at load
+
 import marshal
 import os
 from typing import Callable, List, Optional, TypeVar

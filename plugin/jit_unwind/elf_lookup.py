@@ -6,6 +6,8 @@ through the expression evaluator may need the very frame being unwound) or impos
 mappings say where each file is loaded.
 """
 
+from __future__ import annotations  # annotations unevaluated: less work at load
+
 import struct
 from typing import (Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple,
                     TypeVar)

@@ -2,6 +2,8 @@
 struct and nothing else: the core readers, region discovery, the truncation check and
 the CLI's look at a core's files all read them through here."""
 
+from __future__ import annotations  # annotations unevaluated: less work at load
+
 import struct
 from typing import Iterator, List, Tuple
 

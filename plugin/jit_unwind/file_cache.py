@@ -5,6 +5,8 @@ against the file's identity (device, inode, size, mtime in ns), which tells a fi
 rebuilt or replaced at that path (a second core file loaded in one session maps other
 builds; a perf map grows) from the one read before."""
 
+from __future__ import annotations  # annotations unevaluated: less work at load
+
 import os
 from typing import Callable, Dict, Generic, Optional, Tuple, TypeVar
 

@@ -2,6 +2,8 @@
 returning the value and the offset after it (the readers of CFI, debug entries and
 line tables share these; symfile/eh_frame.py writes them)."""
 
+from __future__ import annotations  # annotations unevaluated: less work at load
+
 from typing import Tuple
 
 

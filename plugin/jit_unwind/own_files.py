@@ -2,6 +2,8 @@
 change no region, so the debugger's events about them keep the stop's cache (which
 would otherwise read the mappings and the perf map again at the next ``bt``)."""
 
+from __future__ import annotations  # annotations unevaluated: less work at load
+
 import contextlib
 from typing import Iterator, Optional, Set
 

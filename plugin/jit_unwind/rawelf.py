@@ -4,6 +4,8 @@ The first stop of every program looks at libc, ld.so and the interpreter, where
 pyelftools costs milliseconds per file (its import included); pyelftools stays for the
 tables read in full (symbols, DWARF)."""
 
+from __future__ import annotations  # annotations unevaluated: less work at load
+
 import struct
 from typing import Dict, Iterable, List, Optional
 

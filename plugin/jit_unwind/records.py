@@ -11,6 +11,8 @@ closures, and the instances behave as the dataclass's did for everything the plu
 does with them (``replace`` is this module's).
 """
 
+from __future__ import annotations  # annotations unevaluated: less work at load
+
 from operator import attrgetter, ge, gt, le, lt
 from typing import Any, Callable, Dict, Optional
 

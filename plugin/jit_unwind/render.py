@@ -1,5 +1,7 @@
 """Text for commands: no debugger I/O here, callers print the strings."""
 
+from __future__ import annotations  # annotations unevaluated: less work at load
+
 import os
 from typing import Iterable, Optional, Sequence
 

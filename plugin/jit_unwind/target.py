@@ -5,6 +5,8 @@ over recorded bytes or a core file.  Unreadable memory is normal while unwinding
 every read either returns the bytes or raises :class:`MemoryReadError`.
 """
 
+from __future__ import annotations  # annotations unevaluated: less work at load
+
 import struct
 from typing import Callable, Dict, Optional
 

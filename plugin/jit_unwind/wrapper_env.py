@@ -8,6 +8,8 @@ real debugger with ``PYTHONHOME=PREFIX:EXEC_PREFIX`` and ``PYTHONPATH`` (the wra
 runs: a CPython of another version then loads the wrapper's standard library ("No module
 named '_ctypes'")."""
 
+from __future__ import annotations  # annotations unevaluated: less work at load
+
 import os
 from typing import Callable, Iterable, List, Mapping, Optional
 

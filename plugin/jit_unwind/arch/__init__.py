@@ -5,6 +5,8 @@ prologue, the frame-pointer set-up).  The walk and the strategies ask the frame'
 ``Architecture`` instead of naming x86-64's registers; each processor is one instance
 (``x86_64.X86_64``, ``aarch64.AARCH64``)."""
 
+from __future__ import annotations  # annotations unevaluated: less work at load
+
 from typing import Optional
 
 from .base import Architecture

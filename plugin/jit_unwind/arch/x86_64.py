@@ -1,5 +1,7 @@
 """x86-64: the return address is pushed by the call; rbp is the frame pointer."""
 
+from __future__ import annotations  # annotations unevaluated: less work at load
+
 from typing import Optional, Set
 
 from ..unwind import x86_64 as decoder

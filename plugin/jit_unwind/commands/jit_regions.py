@@ -1,5 +1,7 @@
 """``info jit-regions`` (GDB), ``jit-regions`` (LLDB): the JIT code regions."""
 
+from __future__ import annotations  # annotations unevaluated: less work at load
+
 from ..records import record
 from typing import Callable, List, Optional, Tuple
 

@@ -2,6 +2,8 @@
 (``jit_unwind.settings``).  GDB has ``set/show jit-unwind NAME`` instead, made from the
 same table by its adapter."""
 
+from __future__ import annotations  # annotations unevaluated: less work at load
+
 import os
 from typing import List
 

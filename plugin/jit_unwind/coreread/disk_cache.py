@@ -2,6 +2,8 @@
 sections; ``frame_cache``: DWARF's answers per pc): where they live, the variable that
 turns one off, and writing an entry whole or not at all, keeping a bounded number."""
 
+from __future__ import annotations  # annotations unevaluated: less work at load
+
 import os
 from typing import Dict, Optional, Tuple
 

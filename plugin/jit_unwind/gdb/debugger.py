@@ -4,6 +4,8 @@ Every gdb.error stays in here: methods return None, or raise DebuggerError with 
 message where the core shows it.  A GdbFrame lives for one stop only.
 """
 
+from __future__ import annotations  # annotations unevaluated: less work at load
+
 import contextlib
 import re
 from typing import Dict, List, Optional

@@ -6,6 +6,8 @@ questions with binary searches: is this pc JIT code, where does its function sta
 this address executable, which mapping holds this stack pointer.
 """
 
+from __future__ import annotations  # annotations unevaluated: less work at load
+
 import bisect
 from typing import Callable, Iterable, List, Optional, Sequence, Tuple
 

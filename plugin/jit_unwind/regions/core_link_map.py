@@ -9,6 +9,8 @@ file's own program headers then give its segments, as NT_FILE entries would: (st
 end, path, file offset), the path one this machine can open (under ``sysroot`` first).
 Memory the core lacks is normal: what cannot be read is left out."""
 
+from __future__ import annotations  # annotations unevaluated: less work at load
+
 import os
 import struct
 from typing import Callable, List, Optional, Sequence, Tuple

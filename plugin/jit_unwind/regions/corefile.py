@@ -6,6 +6,8 @@ the full picture, and the NT_FILE note says which of them a file backs (a core w
 one: core_link_map finds the files from the auxv and the dynamic linker's list).
 """
 
+from __future__ import annotations  # annotations unevaluated: less work at load
+
 import bisect
 import struct
 from typing import List, Optional, Tuple

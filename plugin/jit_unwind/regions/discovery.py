@@ -1,6 +1,8 @@
 """Build the RegionMap of a process: which mappings to believe (live process, core file
 or remote target) and which named regions to add (perf map, GDB's JIT interface)."""
 
+from __future__ import annotations  # annotations unevaluated: less work at load
+
 from typing import List, Tuple
 
 from ..dependencies import WITHOUT_PYELFTOOLS, missing, warn_missing

@@ -4,6 +4,8 @@ Code registered this way is already known to GDB (it builds objfiles from it), s
 unwinder leaves it alone; we only list it.
 """
 
+from __future__ import annotations  # annotations unevaluated: less work at load
+
 import io
 import struct
 from typing import List

@@ -14,6 +14,8 @@ and symbols around it); this file-wide one is what a file with other CFI than
 ``.eh_frame`` needs for a pc no FDE of it covers.
 """
 
+from __future__ import annotations  # annotations unevaluated: less work at load
+
 import bisect
 import os
 import re

@@ -1,5 +1,7 @@
 """Read perf maps (/tmp/perf-PID.map): ``START SIZE NAME`` per line, hex numbers."""
 
+from __future__ import annotations  # annotations unevaluated: less work at load
+
 import os
 from typing import List, Optional
 

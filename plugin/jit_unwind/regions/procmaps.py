@@ -1,5 +1,7 @@
 """Parse /proc/PID/maps text (and GDB's ``info proc mappings``) into mappings."""
 
+from __future__ import annotations  # annotations unevaluated: less work at load
+
 import re
 from typing import List
 

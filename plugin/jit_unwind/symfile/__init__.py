@@ -9,6 +9,8 @@ file to unload and which to load.  The adapter does the loading (GDB's
 once the debugger has let go of the old file.
 """
 
+from __future__ import annotations  # annotations unevaluated: less work at load
+
 import atexit
 import os
 import re

@@ -2,6 +2,8 @@
 call frame information, sorted by start, a few bytes each (the unwinder's rows,
 ``cfi_rows``, and the code without CFI, ``regions/nocfi``, read it)."""
 
+from __future__ import annotations  # annotations unevaluated: less work at load
+
 import array
 import bisect
 import sys
