@@ -15,6 +15,8 @@ A pc no FDE covers in a file with a ``.debug_frame`` (its own or its separate de
 file's, which may cover it) and any pc of a file without such a table are the whole
 file's computation's to answer (UNKNOWN)."""
 
+from __future__ import annotations  # annotations unevaluated: less work at the first stop
+
 import array
 import bisect
 import os
