@@ -28,7 +28,7 @@ from ..leb128 import read_uleb
 from ..model import Region, RegionSource
 from ..rawelf import RawElf, file_bias, headers_of, load_bias
 from ..elf_facts import kept
-from ..unwind.eh_frame_hdr import read_search_table
+from ..unwind.eh_frame_hdr import POINTER_FORMATS, read_search_table
 
 SOURCE = RegionSource.NOCFI
 MAX_FILES = 256
@@ -138,9 +138,6 @@ def _is_padding(code: bytes) -> bool:
 
 # -- .eh_frame through .eh_frame_hdr ---------------------------------------------------
 
-
-
-POINTER_FORMATS = {0x2: "<H", 0x3: "<I", 0x4: "<Q", 0xA: "<h", 0xB: "<i", 0xC: "<q", 0x0: "<Q"}
 
 
 def _eh_frame_ranges(elf: RawElf) -> Optional[List[Tuple[int, int]]]:

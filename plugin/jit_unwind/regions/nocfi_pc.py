@@ -30,9 +30,9 @@ from ..elf_facts import kept
 from ..file_cache import FileCache
 from ..model import Region
 from ..rawelf import RawElf, file_bias, headers_of, load_bias
-from ..unwind.eh_frame_hdr import FdeIndex, search_index
-from .nocfi import (FDE_HEADER, POINTER_FORMATS, PADDING, ELF64_SYMBOL, MAX_FDES, MAX_FILES,
-                    SKIPPED_SECTIONS, SOURCE, debug_files_of, fde_encoding)
+from ..unwind.eh_frame_hdr import POINTER_FORMATS, FdeIndex, search_index
+from .nocfi import (FDE_HEADER, PADDING, ELF64_SYMBOL, MAX_FDES, MAX_FILES, SKIPPED_SECTIONS,
+                    SOURCE, debug_files_of, fde_encoding)
 
 UNKNOWN = object()  # this file's answer needs the whole file's computation
 # FDEs looked at before the pc's: one of them may reach past the pc (FDEs that overlap;

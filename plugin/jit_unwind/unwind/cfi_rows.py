@@ -19,16 +19,14 @@ from typing import Dict, List, Optional, Tuple
 
 from ..leb128 import read_sleb, read_uleb
 from ..rawelf import headers_of
-from .eh_frame_hdr import FdeIndex, search_index
+from .eh_frame_hdr import POINTER_FORMATS, FdeIndex, search_index
 
 MAX_INSTRUCTIONS = 100_000  # in one CIE or FDE: a bound against garbage
 MAX_STATES = 64  # remembered with DW_CFA_remember_state
 MAX_FDES = 1_000_000
 MAX_ROWS = 100_000  # in one FDE's table
 ROWS_KEPT = 4096  # rows looked up by pc, per file
-# Pointer encodings (DW_EH_PE_*): the low nibble's value formats.
-_FORMATS = {0x00: "<Q", 0x02: "<H", 0x03: "<I", 0x04: "<Q", 0x0A: "<h", 0x0B: "<i",
-            0x0C: "<q"}
+# Pointer encodings (DW_EH_PE_*): the low nibble's value formats are POINTER_FORMATS.
 _PCREL = 0x10  # the high nibble's application this reader computes (and absolute)
 
 
@@ -82,7 +80,7 @@ class RegisterRule(_Fields):
 
 
 def _pointer_format(encoding: int) -> str:
-    fmt = _FORMATS.get(encoding & 0x0F)
+    fmt = POINTER_FORMATS.get(encoding & 0x0F)
     if fmt is None:
         raise Unsupported(f"pointer encoding {encoding:#x}")
     return fmt

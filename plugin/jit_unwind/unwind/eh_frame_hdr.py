@@ -12,6 +12,10 @@ from typing import Iterator, List, Optional, Sequence, Tuple
 # What every linker writes in .eh_frame_hdr: version 1, the .eh_frame pointer
 # pcrel|sdata4, the count udata4, the table datarel|sdata4.
 SEARCH_TABLE_HEADER = bytes([1, 0x1B, 0x03, 0x3B])
+# The struct formats of the pointer encodings (DW_EH_PE_*) by their low nibble, for the
+# readers of .eh_frame's CIEs and FDEs (cfi_rows, regions/nocfi).
+POINTER_FORMATS = {0x00: "<Q", 0x02: "<H", 0x03: "<I", 0x04: "<Q", 0x0A: "<h", 0x0B: "<i",
+                   0x0C: "<q"}
 
 
 def table_words(header: bytes, limit: int) -> Optional[array.array]:
