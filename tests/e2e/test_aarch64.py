@@ -7,6 +7,7 @@ own; with a perf map, the JIT frames are named.
 """
 
 import re
+import time
 from pathlib import Path
 from typing import Dict, List
 
@@ -14,7 +15,8 @@ import pytest
 
 from tests import aarch64, toyjit_expect
 from tests.e2e.test_cli import jit_unwind
-from tests.support import assert_no_python_failure, parse_backtrace
+from tests.support import (assert_no_python_failure, parse_backtrace, remove_process_files,
+                           session_output)
 
 SHOW_METHOD = "set jit-unwind show-method on"
 # The toy JIT's stops: each frameless level runs through the 3.14-shaped entry shim;
@@ -54,14 +56,18 @@ def agdb(request, aarch64_fixtures):
 def toyjit_cores(aarch64_fixtures, tmp_path_factory):
     """One qemu core per case of TOYJIT_CASES (and of the PIE build), made once."""
     directory = tmp_path_factory.mktemp("aarch64-cores")
+    started = time.time()
     cores = {name: aarch64.run_to_core([aarch64.TOYJIT, *args], directory)
              for name, args in TOYJIT_CASES.items()}
     cores["mixed-pie"] = aarch64.run_to_core([aarch64.TOYJIT_PIE, *TOYJIT_CASES["mixed"]],
                                              directory)
+    made = session_output("", started)  # their perf maps were written by then
     yield cores
+    # By now a pid may be another test's process: only the maps written above go.
+    remove_process_files([aarch64.core_pid(core) for core in cores.values()], made,
+                         ("perf-{}.map",))
     for core in cores.values():
         core.unlink(missing_ok=True)
-        Path(f"/tmp/perf-{aarch64.core_pid(core)}.map").unlink(missing_ok=True)
 
 
 @pytest.fixture(scope="session")

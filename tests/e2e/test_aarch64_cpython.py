@@ -11,7 +11,7 @@ goes through a trampoline (a frame record, x29/x30) named ``py::f:file``.
 
 import json
 import re
-from pathlib import Path
+import time
 
 import pytest
 
@@ -22,7 +22,8 @@ from tests.jit_python import aarch64_python
 from tests.lldb_driver import run_lldb
 from tests.python_expect import RECURSE
 from tests.scenario_expect import JIT_SCRIPT, check_cpython_jit, check_recursion
-from tests.support import assert_no_python_failure, parse_backtrace
+from tests.support import (assert_no_python_failure, parse_backtrace, remove_process_files,
+                           session_output)
 
 DEPTH = 3
 
@@ -37,16 +38,20 @@ def python314():
 def cores(python314, tmp_path_factory):
     """A qemu core of the JIT's ``kill`` scenario and one of -X perf recursion."""
     directory = tmp_path_factory.mktemp("aarch64-cpython")
+    started = time.time()
     made = {
         "jit": aarch64.run_to_core(["-E", "PYTHON_JIT=1", python314, JIT_SCRIPT, "kill"],
                                    directory),
         "perf": aarch64.run_to_core([python314, "-X", "perf", RECURSE, str(DEPTH)],
                                     directory),
     }
+    window = session_output("", started)  # the perf map was written by then
     yield made
+    # By now the pid may be another test's process: only the map written above goes.
+    remove_process_files([aarch64.core_pid(core) for core in made.values()], window,
+                         ("perf-{}.map",))
     for core in made.values():
         core.unlink(missing_ok=True)
-        Path(f"/tmp/perf-{aarch64.core_pid(core)}.map").unlink(missing_ok=True)
 
 
 def document_of(output: str) -> dict:
