@@ -4,15 +4,14 @@ goes through the toy JIT's frames and ``py-mixed-bt`` exists, as in lldb-19;
 ``--uninstall`` takes the lines out of both init files.  (``--gdb``: test_cli.py.)"""
 
 import os
-import re
 import subprocess
-from pathlib import Path
+import time
 
 import pytest
 
 from tests.driver import LLDB19
 from tests.e2e.test_cli import jit_unwind
-from tests.support import REPO
+from tests.support import REPO, remove_launched, session_output
 
 LLDB23 = REPO / ".venv" / "bin" / "lldb"
 TOYJIT = REPO / "build" / "toyjit"
@@ -49,11 +48,11 @@ def test_install_lldb_then_plain_lldb_unwinds_jit_frames(home, tmp_path):
     assert lines[0].endswith("jit_unwind/loaders/lldb_init.py"), lines
     assert not (home / ".gdbinit").exists()
 
+    started = time.time()
     result = plain_lldb(LLDB23, home, tmp_path,
                         ["b toy_stop", "run", "bt", "py-mixed-bt"],
                         [TOYJIT, "mixed", "1", "breakpoint", "--perf-map"])
-    for pid in set(re.findall(r"Process (\d+) launched", result.stdout)):
-        Path(f"/tmp/perf-{pid}.map").unlink(missing_ok=True)
+    remove_launched(session_output(result.stdout, started))
     assert "Traceback" not in result.stdout + result.stderr, result
     bt = result.stdout.split("(lldb) bt\n")[1].split("(lldb) py-mixed-bt\n")[0]
     for name in ("toy::jit_fp", "toy::jit_frameless", "toy::enter_trampoline",
