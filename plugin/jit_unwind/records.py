@@ -6,9 +6,11 @@ needs ordering.  ``@dataclass`` builds each method by a separate ``exec`` after
 inspecting the annotations (~0.4 ms a class in the debuggers' Python 3.11), and
 importing it imports ``inspect``: with ~30 records on the way of a ``py-mixed-bt``,
 ~15 ms of a one-shot run (``jit-unwind core``) and a third of the plugin's load.  Here
-only ``__init__`` is compiled (one small compile a class), the other methods are
-closures, and the instances behave as the dataclass's did for everything the plugin
-does with them (``replace`` is this module's).
+only ``__init__`` is compiled, at the record's first instance (most records are never
+made in a session); the records made at load, at a stop or in a ``bt`` through JIT code
+write their own.  The other methods are closures, and the instances behave as the
+dataclass's did for everything the plugin does with them (``replace`` is this
+module's).
 """
 
 from __future__ import annotations  # annotations unevaluated: less work at load
