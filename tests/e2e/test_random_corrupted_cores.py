@@ -37,14 +37,13 @@ RECIPE = "toy-mixed"
 def toy_core(tmp_path_factory):
     """The recorded core, its fuzz subject, and its perf map back in /tmp meanwhile."""
     recorded = record_core(RECIPE, tmp_path_factory.mktemp("random-cores"))
-    installed = not Path(f"/tmp/perf-{recorded.pid}.map").exists()
-    if installed:
-        recorded.install_perf_map()
+    installed = None
+    if not Path(f"/tmp/perf-{recorded.pid}.map").exists():
+        installed = recorded.install_perf_map()
     try:
         yield recorded, Subject(recorded)
     finally:
-        if installed:
-            recorded.remove_perf_map()
+        recorded.remove_perf_map(installed)
 
 
 def file_mutation(subject: Subject, seed: int) -> Mutation:

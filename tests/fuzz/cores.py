@@ -13,7 +13,7 @@ import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from tests.jit_python import fixture_python, jit_python
 from tests.python_expect import RECURSE, SCRIPTS
@@ -133,16 +133,32 @@ class RecordedCore:
     perf_map: Path  # the saved copy, or a path that does not exist
     debug_symbols: Tuple[str, ...] = ()
 
-    def install_perf_map(self) -> None:
-        """Put the saved perf map back where the core's process wrote it."""
-        if self.perf_map.exists():
-            shutil.copyfile(self.perf_map, f"/tmp/perf-{self.pid}.map")
+    def install_perf_map(self) -> Optional[Tuple[int, int, int]]:
+        """Put the saved perf map back where the core's process wrote it; the identity
+        of the file put there (for remove_perf_map), None when there is no saved map."""
+        if not self.perf_map.exists():
+            return None
+        path = f"/tmp/perf-{self.pid}.map"
+        shutil.copyfile(self.perf_map, path)
+        return _identity(path)
 
-    def remove_perf_map(self) -> None:
-        try:
-            os.unlink(f"/tmp/perf-{self.pid}.map")
-        except OSError:
-            pass
+    def remove_perf_map(self, installed: Optional[Tuple[int, int, int]]) -> None:
+        """Remove the map install_perf_map put there, unless it has been replaced since:
+        the pid may be a live test's process by now, which writes its own map there."""
+        path = f"/tmp/perf-{self.pid}.map"
+        if installed is not None and _identity(path) == installed:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+
+def _identity(path: str) -> Optional[Tuple[int, int, int]]:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_ino, stat.st_size, stat.st_mtime_ns
 
 
 def record_core(name: str, directory: Path) -> RecordedCore:
