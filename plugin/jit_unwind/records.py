@@ -10,13 +10,13 @@ only ``__init__`` is compiled, at the record's first instance (most records are 
 made in a session); the records made at load, at a stop or in a ``bt`` through JIT code
 write their own.  The other methods are closures, and the instances behave as the
 dataclass's did for everything the plugin does with them (``replace`` is this
-module's).
+module's).  ``NamedItems`` is the same for ``typing.NamedTuple``.
 """
 
 from __future__ import annotations  # annotations unevaluated: less work at load
 
 from operator import attrgetter, ge, gt, le, lt
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 _MISSING = object()
 _FACTORY = object()  # an argument left to its field's default_factory
@@ -137,6 +137,23 @@ def _compiled_init(cls, namespace, parameters, body, frozen: bool):
     function = namespace["__init__"]
     function.__code__ = function.__code__.replace(co_filename=f"<record {cls.__qualname__}>")
     return function
+
+
+class NamedItems(tuple):
+    """A tuple whose items are named by ``_fields`` (in repr, and by the subclass's
+    properties): what ``typing.NamedTuple`` makes, written out in each subclass (its
+    ``__new__`` and an ``itemgetter`` property per item), without that class machinery
+    (~0.5 ms of a first bt for cfi_rows' rules) or the compile of string annotations."""
+
+    __slots__ = ()
+    _fields: Tuple[str, ...] = ()
+
+    def __getnewargs__(self):
+        return tuple(self)
+
+    def __repr__(self) -> str:
+        items = ", ".join(f"{name}={value!r}" for name, value in zip(self._fields, self))
+        return f"{type(self).__name__}({items})"
 
 
 def replace(instance, **changes):

@@ -19,6 +19,7 @@ from typing import Dict, List, Optional, Tuple
 
 from ..leb128 import read_sleb, read_uleb
 from ..rawelf import headers_of
+from ..records import NamedItems
 from .eh_frame_hdr import POINTER_FORMATS, FdeIndex, search_index
 
 MAX_INSTRUCTIONS = 100_000  # in one CIE or FDE: a bound against garbage
@@ -34,23 +35,7 @@ class Unsupported(Exception):
     """Something this reader does not decode: no rules there."""
 
 
-# The rules are tuples with named fields, written out: typing.NamedTuple's class
-# machinery cost ~0.5 ms of the import, at a JIT process's first bt.
-class _Fields(tuple):
-    """A tuple whose items are named by ``_fields`` (in repr, and by properties)."""
-
-    __slots__ = ()
-    _fields: Tuple[str, ...] = ()
-
-    def __getnewargs__(self):
-        return tuple(self)
-
-    def __repr__(self) -> str:
-        items = ", ".join(f"{name}={value!r}" for name, value in zip(self._fields, self))
-        return f"{type(self).__name__}({items})"
-
-
-class CFARule(_Fields):
+class CFARule(NamedItems):
     """(reg, offset, expr): the CFA is register ``reg`` plus ``offset``, or the value
     of the DWARF expression ``expr`` (reg None)."""
 
@@ -65,7 +50,7 @@ class CFARule(_Fields):
     expr = property(itemgetter(2))
 
 
-class RegisterRule(_Fields):
+class RegisterRule(NamedItems):
     """(type, arg): OFFSET, VAL_OFFSET, REGISTER, SAME_VALUE, UNDEFINED,
     (VAL_)EXPRESSION and its operand."""
 
