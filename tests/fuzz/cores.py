@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from jit_unwind.file_cache import Identity, file_identity
 from tests.jit_python import fixture_python, jit_python
 from tests.python_expect import RECURSE, SCRIPTS
 from tests.support import BUILD, GDB_BINARIES, PRINT_PID, fixture_binary, pyenv_python, run_gdb
@@ -133,32 +134,24 @@ class RecordedCore:
     perf_map: Path  # the saved copy, or a path that does not exist
     debug_symbols: Tuple[str, ...] = ()
 
-    def install_perf_map(self) -> Optional[Tuple[int, int, int]]:
+    def install_perf_map(self) -> Optional[Identity]:
         """Put the saved perf map back where the core's process wrote it; the identity
         of the file put there (for remove_perf_map), None when there is no saved map."""
         if not self.perf_map.exists():
             return None
         path = f"/tmp/perf-{self.pid}.map"
         shutil.copyfile(self.perf_map, path)
-        return _identity(path)
+        return file_identity(path)
 
-    def remove_perf_map(self, installed: Optional[Tuple[int, int, int]]) -> None:
+    def remove_perf_map(self, installed: Optional[Identity]) -> None:
         """Remove the map install_perf_map put there, unless it has been replaced since:
         the pid may be a live test's process by now, which writes its own map there."""
         path = f"/tmp/perf-{self.pid}.map"
-        if installed is not None and _identity(path) == installed:
+        if installed is not None and file_identity(path) == installed:
             try:
                 os.unlink(path)
             except OSError:
                 pass
-
-
-def _identity(path: str) -> Optional[Tuple[int, int, int]]:
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return None
-    return stat.st_ino, stat.st_size, stat.st_mtime_ns
 
 
 def record_core(name: str, directory: Path) -> RecordedCore:
