@@ -180,20 +180,22 @@ class RegionMap:
         """False when neither ``pc`` nor ``pc - 1`` can be in JIT code: the unwinder's
         test for every frame, one binary search over the merged JIT ranges.  True
         means "ask jit_region_at" (a caller's pc is looked up at pc - 1)."""
-        spans = self._spans
-        if spans is None:
-            spans = self._spans = _merged(list(self.jit) + list(self.symbols))
-        starts, ends = spans
+        starts, ends = self._jit_spans()
         index = bisect.bisect_right(starts, pc) - 1
         return index >= 0 and pc <= ends[index]
 
     def jit_bounds(self) -> Tuple[int, int]:
         """(lowest, highest) address near_jit can be true for; (1, 0) without JIT code:
         a scan of the stack rules most words out with two comparisons."""
-        if self._spans is None:
-            self.near_jit(0)
-        starts, ends = self._spans
+        starts, ends = self._jit_spans()
         return (starts[0], ends[-1]) if starts else (1, 0)
+
+    def _jit_spans(self):
+        """The JIT ranges merged (starts, ends), made at the first question."""
+        spans = self._spans
+        if spans is None:
+            spans = self._spans = _merged(list(self.jit) + list(self.symbols))
+        return spans
 
     def in_file_code(self, pc: int) -> bool:
         """True when ``pc`` and ``pc - 1`` lie in a file's executable mapping (a
