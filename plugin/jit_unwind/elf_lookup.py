@@ -139,11 +139,10 @@ def _elf(path: str):
     cached = _files.get(path)
     if cached is not None and cached[0] == identity:
         return cached[1], cached[2]
+    elf = headers_of(path)  # parsed once for all its readers
     try:
-        with open(path, "rb") as handle:
-            elf = RawElf(handle, path)
-            exports, loads = Exports(path, elf), elf.loads
-    except (OSError, ValueError, struct.error):  # not ELF, unreadable: no answer
+        exports, loads = (Exports(path, elf), elf.loads) if elf is not None else (None, [])
+    except (OSError, ValueError, struct.error):  # unreadable: no answer
         exports, loads = None, []
     _files[path] = (identity, exports, loads)
     return exports, loads

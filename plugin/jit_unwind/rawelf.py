@@ -28,7 +28,12 @@ class RawSection:
     def __getitem__(self, key):
         return self._fields[key]
 
-    def data(self) -> bytes:
+    def data(self, handle=None) -> bytes:
+        """The section's bytes, through ``handle`` (the file opened again, to read
+        several sections of headers kept by headers_of at one open) or the handle the
+        headers were read from."""
+        if handle is not None:
+            return self._read(handle)
         if self._handle.closed:  # headers kept after their reading (headers_of)
             with open(self._handle.name, "rb") as handle:
                 return self._read(handle)

@@ -122,9 +122,11 @@ class EhFrame:
         if frames is None or not frames["sh_size"]:
             return None
         header = elf.sections.get(".eh_frame_hdr")
-        data = frames.data()
+        with open(path, "rb") as handle:  # both sections at one open
+            data = frames.data(handle)
+            header_data = header.data(handle) if header is not None else None
         index = None if header is None else search_table(
-            header.data(), header["sh_addr"], frames["sh_addr"], len(data))
+            header_data, header["sh_addr"], frames["sh_addr"], len(data))
         return cls(data, frames["sh_addr"], index)
 
     def row_at(self, pc: int) -> Optional[dict]:
