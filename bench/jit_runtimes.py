@@ -30,9 +30,18 @@ Plain GDB gives up early on most of these stacks; the plugin's bt goes on to
 GDB's bt never needs.  So each runtime is also measured with libc's debug info read
 before the first bt, in both sessions alike (WARM_UP): what is left is the plugin's cost.
 Both are printed.
+
+``--instructions`` counts instead of timing: each GDB runs under valgrind's callgrind,
+which counts only while the first ``bt`` runs (toggled from GDB's Python through a tiny
+library of callgrind's client requests, built here with gcc); one session per mode, as
+the counts repeat exactly.  It tells where a first ``bt``'s cost lies (GDB's own code,
+Python's, libc...) whatever the machine's load; it is not the goal's measure: the
+instructions of plain GDB's ``bt`` leave out its system calls (ptrace reads), the larger
+part of its time, so the ratios come out higher than the CPU times'.
 """
 
 import argparse
+import collections
 import json
 import os
 import re
@@ -125,9 +134,13 @@ def gdb_main() -> None:
         _settle()
         for command in config["warm_up"]:
             gdb.execute(command, to_string=True)
-        first, text = _timed(gdb)
-        results.update(first=first, shape=frame_shape(text),
-                       repeated=[_timed(gdb)[0] for _ in range(config["reps"])])
+        if config.get("counter"):
+            text = _counted(gdb, config["counter"])
+            results.update(first=0.0, shape=frame_shape(text), repeated=[])
+        else:
+            first, text = _timed(gdb)
+            results.update(first=first, shape=frame_shape(text),
+                           repeated=[_timed(gdb)[0] for _ in range(config["reps"])])
     except Exception as error:  # reported by the caller, with GDB's stderr
         results["error"] = repr(error)
     with open(config["output"], "w") as handle:
@@ -165,6 +178,19 @@ def _timed(gdb):
     return time.process_time() - start, text
 
 
+def _counted(gdb, counter: str) -> str:
+    """The first bt with callgrind counting (``counter``: the library of its client
+    requests), its counts written to a dump of their own."""
+    import ctypes
+    requests = ctypes.CDLL(counter)
+    gdb.execute("maintenance flush register-cache")
+    requests.count_start()
+    try:
+        return gdb.execute("bt", to_string=True)
+    finally:
+        requests.count_stop()
+
+
 def frame_shape(text: str) -> Dict:
     names = [m.group(2) for m in map(FRAME_LINE.match, text.splitlines()) if m]
     return {"frames": len(names), "outermost": names[-1] if names else ""}
@@ -177,18 +203,25 @@ class Session:
     first: float
     repeated: List[float]
     shape: Dict
+    objects: Optional[Dict[str, int]] = None  # counted: instructions per object file
 
 
 def run_session(gdb: str, runtime: Runtime, plugin: bool, reps: int,
-                warm_up: bool = False) -> Session:
+                warm_up: bool = False, counter: Optional[str] = None) -> Session:
+    """One GDB session; with ``counter`` (the client-request library), under callgrind:
+    the session's ``first`` is then the first bt's instruction count, and its
+    ``objects`` how many of them ran in each object file's own code."""
     with tempfile.TemporaryDirectory(prefix="runtime-bench-") as scratch:
         output = Path(scratch) / "results.json"
         env = gdb_environment()
         env.update(runtime.env)
         env[CONFIG_ENV] = json.dumps({"output": str(output), "setup": runtime.setup,
-                                      "reps": reps, "warm_up": WARM_UP if warm_up else []})
+                                      "reps": reps, "warm_up": WARM_UP if warm_up else [],
+                                      "counter": counter})
         argv = [gdb, *GDB_FLAGS, *(["-x", str(PLUGIN)] if plugin else []),
                 "-x", str(Path(__file__).resolve()), "--args", *runtime.argv()]
+        if counter:
+            argv = [*callgrind_command(Path(scratch)), *argv]
         completed = None
         try:
             completed = subprocess.run(argv, env=env, capture_output=True, text=True,
@@ -197,10 +230,69 @@ def run_session(gdb: str, runtime: Runtime, plugin: bool, reps: int,
             results = json.loads(output.read_text()) if output.exists() else {}
             if runtime.perf_map and results.get("pid"):
                 Path(f"/tmp/perf-{results['pid']}.map").unlink(missing_ok=True)
+        objects = None
+        if counter and "first" in results:
+            results["first"], objects = callgrind_counts(Path(scratch))
     if "error" in results or "first" not in results:
         stderr = completed.stderr[-2000:] if completed else ""
         raise RuntimeError(f"{runtime.label}: {results.get('error', 'no results')}\n{stderr}")
-    return Session(results["first"], results["repeated"], results["shape"])
+    return Session(results["first"], results["repeated"], results["shape"], objects)
+
+
+# --- counting instructions (--instructions) -----------------------------------------------
+
+# callgrind's client requests, called from GDB's Python (ctypes): count the bt alone.
+COUNTER_SOURCE = """#include <valgrind/callgrind.h>
+void count_start(void) { CALLGRIND_ZERO_STATS; CALLGRIND_TOGGLE_COLLECT; }
+void count_stop(void) { CALLGRIND_TOGGLE_COLLECT; CALLGRIND_DUMP_STATS_AT("bt"); }
+"""
+DUMP_PREFIX = "callgrind.out"
+
+
+def build_counter(directory: Path) -> str:
+    """The client-request library, compiled into ``directory``."""
+    if shutil.which("valgrind") is None or not Path("/usr/include/valgrind").is_dir():
+        raise RuntimeError("--instructions needs valgrind and its headers: "
+                           "apt-get install valgrind")
+    source, library = directory / "counter.c", directory / "counter.so"
+    source.write_text(COUNTER_SOURCE)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-o", str(library), str(source)],
+                   check=True)
+    return str(library)
+
+
+def callgrind_command(scratch: Path) -> List[str]:
+    """valgrind before GDB's argv: counting off until the bt, names written out in the
+    dumps; children followed (GDB 18's pip wrapper runs GDB) but not through the shell
+    that starts the program, which runs at full speed."""
+    return ["valgrind", "--tool=callgrind", "--collect-atstart=no",
+            "--compress-strings=no", "--trace-children=yes",
+            "--trace-children-skip=*/sh,*/dash,*/bash",
+            f"--callgrind-out-file={scratch}/{DUMP_PREFIX}.%p"]
+
+
+def callgrind_counts(scratch: Path) -> Tuple[int, Dict[str, int]]:
+    """The bt's instructions (the dump its end wrote: ``*.1``) and how many ran in each
+    object file's own code (calls' inclusive costs left out)."""
+    dumps = sorted(scratch.glob(f"{DUMP_PREFIX}.*.1"))
+    if len(dumps) != 1:
+        raise RuntimeError(f"expected one callgrind dump of the bt, found {len(dumps)}")
+    total, objects, current, after_call = 0, collections.Counter(), "", False
+    with open(dumps[0]) as handle:
+        for line in handle:
+            if line.startswith("summary:"):
+                total = int(line.split()[1])
+            elif line.startswith("ob="):
+                current = Path(line[3:].strip()).name
+            elif line.startswith("calls="):
+                after_call = True  # the next cost line is the call's, inclusive
+            elif line[:1].isdigit() or line[:1] in "+-*":
+                parts = line.split()
+                if after_call:
+                    after_call = False
+                elif len(parts) > 1:
+                    objects[current] += int(parts[1])
+    return total, dict(objects)
 
 
 @dataclass
@@ -222,7 +314,8 @@ class Result:
         return "; ".join(f"{frames} to {outermost}" for frames, outermost in sorted(shapes))
 
 
-def measure(gdb: str, runtime: Runtime, rounds: int, reps: int) -> Result:
+def measure(gdb: str, runtime: Runtime, rounds: int, reps: int,
+            counter: Optional[str] = None) -> Result:
     """Plain and plugin sessions alternate, so drifting machine load hits both alike."""
     result = Result(runtime, {key: [] for key in ("plain", "plugin", "plain-warm",
                                                   "plugin-warm")})
@@ -230,7 +323,7 @@ def measure(gdb: str, runtime: Runtime, rounds: int, reps: int) -> Result:
         order = (False, True) if index % 2 == 0 else (True, False)
         for warm_up in (False, True):
             for plugin in order:
-                session = run_session(gdb, runtime, plugin, reps, warm_up)
+                session = run_session(gdb, runtime, plugin, reps, warm_up, counter)
                 key = ("plugin" if plugin else "plain") + ("-warm" if warm_up else "")
                 result.sessions[key].append(session)
     return result
@@ -257,6 +350,31 @@ def row(version: str, r: Result) -> List[str]:
     return cells + ["yes" if met["first_warm"] and met["repeated"] else "no"]
 
 
+COUNTED_HEADERS = ["GDB", "runtime", "frames: plain / plugin",
+                   "first bt, M instructions: plain / plugin", "ratio",
+                   "libc's debug info read first: plain / plugin", "ratio",
+                   "the plugin's, libc first: in GDB / Python / other code"]
+
+
+def counted_row(version: str, r: Result) -> List[str]:
+    cells = [version, r.runtime.label, f"{r.shape('plain')} / {r.shape('plugin')}"]
+    for part in (r.first, r.first_warm):
+        plain, plugin = part("plain"), part("plugin")
+        cells += [f"{plain / 1e6:.1f} / {plugin / 1e6:.1f}",
+                  f"{plugin / plain:.1f}" if plain else "-"]
+    return cells + [code_shares(r.sessions["plugin-warm"][0].objects or {})]
+
+
+def code_shares(objects: Dict[str, int]) -> str:
+    """Percentages of the instructions run in GDB's own code, in Python's (libpython
+    and its extension modules) and elsewhere (libc, libstdc++...)."""
+    total = sum(objects.values()) or 1
+    gdb = sum(n for name, n in objects.items() if name == "gdb")
+    python = sum(n for name, n in objects.items()
+                 if name.startswith("libpython") or ".cpython-" in name)
+    return " / ".join(f"{100 * n / total:.0f} %" for n in (gdb, python, total - gdb - python))
+
+
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--gdb", action="append", metavar="PATH",
@@ -267,6 +385,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                         help="repeated bt per session (default 3)")
     parser.add_argument("--only", action="append", metavar="TEXT",
                         help="only the runtimes whose label contains TEXT (repeatable)")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count the first bt's instructions under valgrind's callgrind "
+                             "instead of timing it (one session per mode)")
     return parser.parse_args(argv)
 
 
@@ -276,6 +397,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     gdbs = args.gdb or ["/usr/bin/gdb"]
     chosen = [r for r in SCENARIOS
               if not args.only or any(text in r.label for text in args.only)]
+    if args.instructions:
+        return count_instructions(gdbs, chosen)
     started = time.perf_counter()
     loads = [os.getloadavg()[0]]
     rows = []
@@ -291,6 +414,24 @@ def main(argv: Optional[List[str]] = None) -> int:
     print(markdown_table(HEADERS, rows))
     print(f"\n{time.perf_counter() - started:.0f} s on {os.cpu_count()} CPUs, 1-minute load "
           f"average {min(loads):.1f}-{max(loads):.1f} during the run")
+    return 0
+
+
+def count_instructions(gdbs: List[str], chosen: List[Runtime]) -> int:
+    started = time.perf_counter()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="runtime-bench-counter-") as directory:
+        counter = build_counter(Path(directory))
+        for gdb in gdbs:
+            version = gdb_version(gdb)
+            for runtime in chosen:
+                print(f"counting {version}: {runtime.label} ...", file=sys.stderr, flush=True)
+                rows.append(counted_row(version, measure(gdb, runtime, 1, 0, counter)))
+    print("bt stopped in native code under JIT code: millions of instructions of the first "
+          "bt after\nthe stop (valgrind's callgrind, one session each); ratio plugin / "
+          "plain GDB\n")
+    print(markdown_table(COUNTED_HEADERS, rows))
+    print(f"\n{time.perf_counter() - started:.0f} s")
     return 0
 
 
