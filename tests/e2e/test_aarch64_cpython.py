@@ -111,13 +111,17 @@ def test_jit_live(python314):
 
 @pytest.mark.parametrize("debugger", ["none", "lldb"])
 @pytest.mark.parametrize("case", ["jit", "perf"])
-def test_cores_through_the_cli(python314, cores, case, debugger):
+def test_cores_through_the_cli(python314, cores, case, debugger, tmp_path):
     """``jit-unwind core --sysroot`` on the same cores, without a debugger and through
     LLDB 23 (``--sysroot`` is its Linux platform's, LLDB having no target.sysroot): the
-    same document."""
+    same document.  Nothing is left in the temporary directory: LLDB would not load the
+    JIT symbol file of an aarch64 core, and exits without running atexit handlers."""
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
     result = jit_unwind("core", cores[case], python314, "--sysroot", aarch64.SYSROOT,
-                        "--debugger", debugger, "--json")
+                        "--debugger", debugger, "--json", env={"TMPDIR": str(temporary)})
     assert result.returncode == 0, result.stderr
+    assert list(temporary.iterdir()) == []
     document = json.loads(result.stdout)
     if case == "jit":
         check_cpython_jit(document, "kill")

@@ -49,6 +49,30 @@ def test_swap_unloads_then_loads_and_drops_what_the_debugger_read(tmp_path):
     assert not directory.exists()  # both files gone, then the empty directory
 
 
+def test_swap_drops_the_directory_after_a_failed_load_when_no_file_is_kept(tmp_path):
+    # LLDB exits without running atexit handlers: a file it would not load (an aarch64
+    # core's, say) must not leave its private directory behind in /tmp.
+    files = SymbolFiles()
+    directory = tmp_path / "jit-unwind-abc"
+    directory.mkdir()
+    new = directory / "jit-1-1.elf"
+    new.write_bytes(b"new")
+    files.swap(None, str(new), lambda path: None, lambda path: False,
+               keep_loaded_file=False)
+    assert not directory.exists()
+    # A directory holding another file stays, and so does a kept file's.
+    directory.mkdir()
+    other, new = directory / "other", directory / "jit-1-2.elf"
+    other.write_bytes(b"")
+    new.write_bytes(b"new")
+    files.swap(None, str(new), lambda path: None, lambda path: False,
+               keep_loaded_file=False)
+    assert directory.exists() and not new.exists()
+    new.write_bytes(b"new")
+    files.swap(None, str(new), lambda path: None, lambda path: False)
+    assert directory.exists() and not new.exists()
+
+
 def test_swap_keeps_the_loaded_file_and_forgets_a_failed_one(tmp_path):
     files = SymbolFiles()
     kept, failed = tmp_path / "jit-1-1.elf", tmp_path / "jit-1-2.elf"

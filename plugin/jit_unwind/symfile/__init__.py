@@ -117,7 +117,8 @@ class SymbolFiles:
              load: Callable[[str], bool], keep_loaded_file: bool = True) -> None:
         """Carry out a plan: ``unload(old)`` then delete it; ``load(new)`` (False: the
         debugger would not), then delete it unless ``keep_loaded_file`` (a debugger
-        that read it all; its directory goes too when empty)."""
+        that read it all, and may exit without running atexit handlers: its directory
+        goes too when empty, after a failed load as well)."""
         if old:
             unload(old)
             self.delete(old)
@@ -125,11 +126,14 @@ class SymbolFiles:
             return
         if not load(new):
             self.failed(new)
-        elif not keep_loaded_file:
+        elif keep_loaded_file:
+            return
+        else:
             self.delete(new)
+        if not keep_loaded_file:
             try:
                 os.rmdir(os.path.dirname(new))
-            except OSError:
+            except OSError:  # not empty, or gone
                 pass
 
     def is_ours(self, path: str) -> bool:
