@@ -265,7 +265,7 @@ def callgrind_command(scratch: Path) -> List[str]:
     """valgrind before GDB's argv: counting off until the bt, names written out in the
     dumps; children followed (GDB 18's pip wrapper runs GDB) but not through the shell
     that starts the program, which runs at full speed."""
-    return ["valgrind", "--tool=callgrind", "--collect-atstart=no",
+    return ["valgrind", "--tool=callgrind", "--collect-atstart=no", "--vgdb=no",
             "--compress-strings=no", "--trace-children=yes",
             "--trace-children-skip=*/sh,*/dash,*/bash",
             f"--callgrind-out-file={scratch}/{DUMP_PREFIX}.%p"]
