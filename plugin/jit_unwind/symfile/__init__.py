@@ -125,12 +125,10 @@ class SymbolFiles:
         if not new:
             return
         if not load(new):
-            self.failed(new)
-        elif keep_loaded_file:
-            return
-        else:
+            self.failed(new)  # the file goes
+        elif not keep_loaded_file:
             self.delete(new)
-        if not keep_loaded_file:
+        if not keep_loaded_file:  # no atexit to count on: the emptied directory goes
             try:
                 os.rmdir(os.path.dirname(new))
             except OSError:  # not empty, or gone
