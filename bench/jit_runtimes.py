@@ -15,8 +15,11 @@ without CFI on disk), and after a deoptimization.
 
 For each GDB (default: /usr/bin/gdb, GDB 13) and runtime, ``--rounds`` pairs of sessions,
 plain GDB and GDB with gdb_init.py alternating: run to the stop, time the first ``bt``
-(the plugin's region discovery and GDB's symbol look-ups included), then ``--reps``
+(GDB's symbol look-ups and the plugin's naming of JIT code included), then ``--reps``
 repeated ``bt`` after ``maintenance flush register-cache`` (the unwinders run again).
+The CPU of GDB's ``run`` to the stop is printed last: what the plugin does at the stop
+adds to it (its region map, built when GDB first unwinds the stopped frame, and at the
+first stop with JIT code the import of the walk's modules, gdb/state.py).
 Times are CPU seconds of the GDB process (this file is GDB's ``-x`` script; GDB is
 CPU-bound in ``bt``), medians over the rounds, taken once GDB's worker threads are idle
 after the stop (their indexing of the libraries' debug info, plain GDB's too, would
@@ -126,7 +129,9 @@ def gdb_main() -> None:
         for command in ["set pagination off", "set width 0", "set confirm off",
                         *config["setup"]]:
             gdb.execute(command, to_string=True)
+        start = time.process_time()
         gdb.execute("run", to_string=True)
+        results["run"] = time.process_time() - start
         inferior = gdb.selected_inferior()
         if inferior.pid <= 0 or gdb.selected_thread() is None:
             raise RuntimeError("the program did not stop")
@@ -203,6 +208,7 @@ class Session:
     first: float
     repeated: List[float]
     shape: Dict
+    run: float  # CPU seconds of GDB's ``run`` to the stop (what the stop's work adds to)
     objects: Optional[Dict[str, int]] = None  # counted: instructions per object file
 
 
@@ -236,7 +242,8 @@ def run_session(gdb: str, runtime: Runtime, plugin: bool, reps: int,
     if "error" in results or "first" not in results:
         stderr = completed.stderr[-2000:] if completed else ""
         raise RuntimeError(f"{runtime.label}: {results.get('error', 'no results')}\n{stderr}")
-    return Session(results["first"], results["repeated"], results["shape"], objects)
+    return Session(results["first"], results["repeated"], results["shape"],
+                   results.get("run", 0.0), objects)
 
 
 # --- counting instructions (--instructions) -----------------------------------------------
@@ -306,6 +313,9 @@ class Result:
     def first_warm(self, mode: str) -> float:
         return self.first(f"{mode}-warm")
 
+    def run(self, mode: str) -> float:
+        return statistics.median(s.run for s in self.sessions[mode])
+
     def repeated(self, mode: str) -> float:
         return statistics.median(t for s in self.sessions[mode] for t in s.repeated)
 
@@ -331,7 +341,8 @@ def measure(gdb: str, runtime: Runtime, rounds: int, reps: int,
 
 HEADERS = ["GDB", "runtime", "frames: plain / plugin", "first bt ms: plain / plugin",
            "ratio", "repeated bt ms: plain / plugin", "ratio", "goal (<= 10x, < 0.5 s) met",
-           "first bt, libc's debug info read first: plain / plugin", "ratio", "goal met"]
+           "first bt, libc's debug info read first: plain / plugin", "ratio", "goal met",
+           "run to the stop ms: plain / plugin"]
 
 
 def ms(seconds: float) -> str:
@@ -347,7 +358,8 @@ def row(version: str, r: Result) -> List[str]:
         met[part.__name__] = ratio <= GOAL_RATIO and plugin < GOAL_SECONDS
         cells += [f"{ms(plain)} / {ms(plugin)}", f"{ratio:.1f}"]
     cells.insert(7, "yes" if met["first"] and met["repeated"] else "no")
-    return cells + ["yes" if met["first_warm"] and met["repeated"] else "no"]
+    return cells + ["yes" if met["first_warm"] and met["repeated"] else "no",
+                    f"{ms(r.run('plain'))} / {ms(r.run('plugin'))}"]
 
 
 COUNTED_HEADERS = ["GDB", "runtime", "frames: plain / plugin",

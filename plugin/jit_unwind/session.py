@@ -37,8 +37,11 @@ def _maps_python_file(mappings) -> bool:
 class StopCache:
     """Everything worth computing once per stop for ``process`` (a debugger.Process)."""
 
-    def __init__(self, process) -> None:
+    def __init__(self, process, on_first_jit=None) -> None:
         self.process = process
+        # Called once, at the first region map with JIT code (the adapter's preparation
+        # for walks through it); never again.
+        self._on_first_jit = on_first_jit
         self._regions: Optional[RegionMap] = None
         # None until regions() has run this stop; the unwinder's fast path reads it.
         self.has_jit: Optional[bool] = None
@@ -137,6 +140,9 @@ class StopCache:
             self.has_jit = self._regions.has_jit()
             self._before_resume = None
             self._say_about_core()
+            if self.has_jit and self._on_first_jit is not None:
+                prepare, self._on_first_jit = self._on_first_jit, None
+                prepare()
         return self._regions
 
     def _say_about_core(self) -> None:

@@ -141,6 +141,27 @@ def test_the_cache_lasts_one_stop():
     assert cache.regions() is not regions
 
 
+class NoJitProcess(FakeProcess):
+    def debugger_mappings(self):
+        return [mapping for mapping in super().debugger_mappings() if mapping.path or
+                "x" not in mapping.perms]
+
+
+def test_the_first_map_with_jit_code_calls_the_adapters_preparation_once():
+    calls = []
+    plain = StopCache(NoJitProcess(), on_first_jit=lambda: calls.append("plain"))
+    plain.regions()
+    plain.invalidate()
+    plain.regions()
+    assert calls == [] and plain.has_jit is False
+    cache = StopCache(FakeProcess(), on_first_jit=lambda: calls.append("jit"))
+    cache.regions()
+    cache.regions()
+    cache.invalidate()
+    cache.regions()
+    assert calls == ["jit"]
+
+
 def test_another_process_drops_the_cache():
     process = FakeProcess()
     cache = StopCache(process)
