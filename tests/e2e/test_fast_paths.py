@@ -44,7 +44,8 @@ def test_jit_frames_found_after_steps_and_a_continue(gdb):
 # What the first bt through JIT code imports (gdb/state.py): at the stop instead.
 WALK_IMPORTED = ('python import sys; print("walk imported:", '
                  '"jit_unwind.frame_unwind" in sys.modules, '
-                 '"jit_unwind.bt_walk" in sys.modules)')
+                 '"jit_unwind.bt_walk" in sys.modules, '
+                 '"jit_unwind.unwind.cfi" in sys.modules)')
 
 
 def test_a_stop_in_a_jit_process_prepares_the_walk_and_a_plain_one_does_not(gdb):
@@ -52,9 +53,9 @@ def test_a_stop_in_a_jit_process_prepares_the_walk_and_a_plain_one_does_not(gdb)
     has none to import); a program without JIT code stops and unwinds without them."""
     jit = run_gdb(gdb, ["run", WALK_IMPORTED, "bt"],
                   [fixture_binary("toyjit"), "fp", "2", "sigtrap"])
-    assert "walk imported: True True" in jit, jit
+    assert "walk imported: True True True" in jit, jit
     lines = _bt_lines(jit)
     assert sum("[jit 0x" in line for line in lines) == 3 and "main" in lines[-1], jit
     plain = run_gdb(gdb, ["run", "bt", WALK_IMPORTED], [fixture_binary("deepstack"), "5"])
-    assert "walk imported: False False" in plain, plain
+    assert "walk imported: False False False" in plain, plain
     assert "main" in _bt_lines(plain)[-1], plain

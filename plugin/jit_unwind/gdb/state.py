@@ -9,11 +9,13 @@ from .debugger import PROCESS
 
 def _import_the_walk() -> None:
     """The modules a bt through JIT code needs (the core's unwinding strategies and its
-    walk, the frame filter's labels), imported at the stop that first finds JIT code
-    rather than in the first bt, where they were a third of its time (~2 ms in GDB 13,
-    bench/jit_runtimes.py).  A session without JIT code never imports them."""
+    walk, the CFI reader a stack scan checks its candidates with, the frame filter's
+    labels), imported once per session at the stop that first finds JIT code rather
+    than in the first bt, where they were a third of its instructions (~2.5 ms in GDB
+    13, bench/jit_runtimes.py).  A session without JIT code never imports them."""
     try:
         from .. import bt_walk, decoration_gate, frame_unwind  # noqa: F401
+        from ..unwind import cfi  # noqa: F401
     except Exception as error:  # the first bt imports them again
         from .settings import debug_log
         debug_log(f"the walk's modules not imported at the stop: {error!r}")

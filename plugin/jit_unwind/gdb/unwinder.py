@@ -19,7 +19,7 @@ _CORE = []
 
 def _core():
     """The core's frame_unwind module, imported once JIT code is met (not at load: it
-    loads every strategy)."""
+    loads every strategy; state.py imports it at the stop that first finds JIT code)."""
     if not _CORE:
         from .. import frame_unwind
         _CORE.append(frame_unwind)
