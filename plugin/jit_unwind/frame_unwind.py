@@ -51,6 +51,13 @@ def unwind_jit_code(pc: int, sp: int, memory: Memory, regions: RegionMap,
     return result
 
 
+def load_cfi_reader() -> None:
+    """Import the files' CFI reader now (a stack scan checks a candidate caller in a
+    file's code with it, importing it at the first): for an adapter that prepares a
+    session's walks where JIT code is first found."""
+    from .unwind import cfi  # noqa: F401
+
+
 def stale_frames(cache: StopCache, thread) -> FrozenSet[int]:
     """Interpreter frames of Python thread ``thread`` (a ``cpython.PyThread``) whose
     copies in an eval loop are older than the frames they run; read once per stop."""

@@ -15,7 +15,7 @@ def _import_the_walk() -> None:
     13, bench/jit_runtimes.py).  A session without JIT code never imports them."""
     try:
         from .. import bt_walk, decoration_gate, frame_unwind  # noqa: F401
-        from ..unwind import cfi  # noqa: F401
+        frame_unwind.load_cfi_reader()
     except Exception as error:  # the first bt imports them again
         from .settings import debug_log
         debug_log(f"the walk's modules not imported at the stop: {error!r}")
