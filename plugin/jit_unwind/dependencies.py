@@ -1,8 +1,24 @@
 """Optional packages a debugger's Python may lack: the message, said once per session."""
 
+import os
 import sys
 
-from .render import missing_dependency
+# The packages jit-unwind imports that a debugger's Python may lack: Debian's package.
+DEBIAN_PACKAGES = {"pyelftools": "python3-pyelftools", "tabulate": "python3-tabulate"}
+# The source tree (gdb_init.py, Makefile), when jit-unwind runs from it.
+# (os.path, not pathlib: pathlib alone costs a few ms of the debugger's start-up.)
+_SOURCE_TREE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+
+
+def missing_dependency(package: str, consequence: str, python: str) -> str:
+    """One line saying ``package`` is missing from ``python`` (e.g. "GDB's Python
+    3.11"), what that costs, and the command that installs it."""
+    text = (f"{package} is not installed in {python}: {consequence}. Install it with "
+            f"`apt-get install {DEBIAN_PACKAGES.get(package, package)}` (Debian's GDB)")
+    if os.path.exists(os.path.join(_SOURCE_TREE, "Makefile")):
+        text += f" or run `make venv` in {_SOURCE_TREE} (gdb_init.py then uses its .venv)"
+    return text + "."
+
 
 # What jit-unwind cannot do without pyelftools (one sentence for every message).
 WITHOUT_PYELFTOOLS = ("without it jit-unwind cannot read the code registered through "

@@ -6,7 +6,7 @@ import json
 import os
 
 from jit_unwind.cli.gdb_debug_files import ENV, _debug_file
-from jit_unwind.rawelf import RawElf
+from jit_unwind.elf.rawelf import RawElf
 from jit_unwind.regions.corefile import read_core_mappings
 from tests.e2e.test_cli import jit_core, jit_unwind  # noqa: F401
 

@@ -238,7 +238,7 @@ def test_program_without_python_or_jit_is_left_alone(gdb):
     """deepstack: the plugin prints nothing, GDB prints its own frames (the frame filter
     stays disabled), and no file is opened to look for CPython."""
     program = [fixture_binary("deepstack"), "20"]
-    probe = ("python import jit_unwind.elf_lookup as e; "
+    probe = ("python import jit_unwind.elf.lookup as e; "
              "print('elf-files-opened', len(e._files))")
     ours = run_gdb(gdb, ["run", "bt", "info frame-filter", probe], program)
     plain = run_gdb(gdb, ["run", "bt"], program, plugin=False)

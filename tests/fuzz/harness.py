@@ -40,8 +40,8 @@ from jit_unwind.commands.jit_regions import jit_regions
 from jit_unwind.commands.mixed_bt import py_mixed_bt
 from jit_unwind.regions import discovery
 from jit_unwind.regions.perfmap import parse_perf_map
-from jit_unwind.session import StopCache
-from jit_unwind.stack import jit_label, walk
+from jit_unwind.stop.cache import StopCache
+from jit_unwind.stack.frames import jit_label, walk
 from tests.fuzz.coremodel import MAX_NATIVE_FRAMES, CoreImage, CoreMemory, CoreProcess
 from tests.fuzz.cores import RecordedCore
 from tests.support import REPO

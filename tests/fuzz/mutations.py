@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Tuple
 
 from jit_unwind.cpython.executors import read_executors
-from jit_unwind.session import StopCache
+from jit_unwind.stop.cache import StopCache
 from tests.fuzz.coremodel import CoreMemory
 from tests.fuzz.harness import Mutation, Subject
 

@@ -67,7 +67,7 @@ def test_lost_frames_are_reported(fuzz_subjects, monkeypatch):
     """A walk that drops frames the intact core's walk found (and that no corrupted byte
     decides) is caught twice: against the intact walk and against the plain debugger."""
     subject = fuzz_subjects["toy-fp"]
-    from jit_unwind import stack
+    from jit_unwind.stack import frames as stack
     original = stack.describe
 
     def describe(frame, cache):
@@ -82,7 +82,7 @@ def test_lost_frames_are_reported(fuzz_subjects, monkeypatch):
 
 def test_a_walk_without_a_reason_and_a_slow_case_are_reported(fuzz_subjects, monkeypatch):
     subject = fuzz_subjects["toy-frameless"]
-    from jit_unwind import stack
+    from jit_unwind.stack import frames as stack
     monkeypatch.setattr(stack, "MAX_FRAMES", 2)
     monkeypatch.setattr(stack, "walk", lambda thread, cache: (
         _first_two(thread, cache), ""))
@@ -94,7 +94,7 @@ def test_a_walk_without_a_reason_and_a_slow_case_are_reported(fuzz_subjects, mon
 
 
 def _first_two(thread, cache):
-    from jit_unwind.stack import describe
+    from jit_unwind.stack.frames import describe
     frame = thread.newest_frame()
     return [describe(frame, cache), describe(frame.older(), cache)]
 

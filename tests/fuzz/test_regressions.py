@@ -1,6 +1,6 @@
 """Bugs the fuzzer found, each kept as the case that showed it."""
 
-from jit_unwind import session
+from jit_unwind.stop import cache as session
 from tests.fuzz.harness import Mutation
 from tests.fuzz.mutations import mutation_for
 
@@ -76,7 +76,7 @@ def _code_of(subject, name):
 
 
 def _firstlineno_offset(subject):
-    from jit_unwind.session import StopCache
+    from jit_unwind.stop.cache import StopCache
     from tests.fuzz.coremodel import CoreMemory
     with subject.perf_map_installed(None):
         process = subject.process(CoreMemory(subject.image), Mutation("none", ""))

@@ -6,8 +6,8 @@ import struct
 import pytest
 
 from jit_unwind.arch import AARCH64, by_debugger_name, by_elf_machine
-from jit_unwind.unwind import aarch64
-from jit_unwind.unwind.x86_64 import DecodeError
+from jit_unwind.arch import aarch64_decoder as aarch64
+from jit_unwind.arch.x86_64_decoder import DecodeError
 
 SHIM = [
     0xD503233F,  # paciasp

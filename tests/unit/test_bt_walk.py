@@ -1,10 +1,10 @@
 """``bt``'s walk as a frame filter streams it (bt_walk.filtered_walk) and a filter's view
 of one frame (frame_label.bt_decoration), with fake frames: no debugger."""
 
-from jit_unwind.bt_walk import filtered_walk
-from jit_unwind.frame_label import Label, bt_decoration
+from jit_unwind.stack.bt_walk import filtered_walk
+from jit_unwind.stack.frame_label import Label, bt_decoration
 from jit_unwind.model import Unwound
-from jit_unwind.stack import remembered_stop
+from jit_unwind.stack.frames import remembered_stop
 
 from .test_frame_label import JIT_PC, NATIVE_PC, _cache
 from .test_session import STACK, FakeFrame

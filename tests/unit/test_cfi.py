@@ -109,7 +109,7 @@ def test_a_files_headers_are_parsed_once_for_all_its_readers(tmp_path, monkeypat
     import os
     import shutil
 
-    from jit_unwind import rawelf
+    from jit_unwind.elf import rawelf
     from jit_unwind.regions import nocfi_pc
     from jit_unwind.unwind import cfi
 

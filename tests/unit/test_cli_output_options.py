@@ -11,7 +11,7 @@ import zstandard
 from jit_unwind.cli import color
 from jit_unwind.cli.compressed import compression, decompress, plain_core
 from jit_unwind.cli.errors import CliError
-from jit_unwind.mixed import native_last
+from jit_unwind.stack.mixed import native_last
 from jit_unwind.model import EVAL, JIT, OTHER, MixedFrame, NativeFrame, PyFrame
 
 

@@ -4,7 +4,7 @@ file of commands/ reaches both debuggers."""
 
 import pytest
 
-from jit_unwind import settings
+from jit_unwind.commands import settings
 from jit_unwind.commands import CommandError
 from jit_unwind.commands.jit_unwind_settings import help_text, jit_unwind
 from jit_unwind.commands.registry import (COMMANDS, Command, Context, declare, for_debugger,

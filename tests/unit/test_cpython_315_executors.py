@@ -18,7 +18,7 @@ from jit_unwind.cpython.errors import ObjectError
 from jit_unwind.cpython.executors import EXECUTOR_LAYOUTS, ExecutorList, read_executors
 from jit_unwind.cpython.version import PyVersion
 from jit_unwind.model import Region
-from jit_unwind.naming import jit_frame_name
+from jit_unwind.stack.naming import jit_frame_name
 from jit_unwind.regions import Mapping, RegionMap
 from jit_unwind.regions.cpython_jit import REGION_SOURCE, executor_regions
 from jit_unwind.target import BytesMemory

@@ -27,7 +27,7 @@ from jit_unwind.cpython.executors import (DWARF_FIELDS, EXECUTOR_LAYOUTS, Execut
 from jit_unwind.regions.cpython_jit import REGION_SOURCE, executor_regions
 from jit_unwind.cpython.version import PyVersion
 from jit_unwind.target import BytesMemory, MemoryReadError
-from jit_unwind.unwind.x86_64 import CALLEE_SAVED, DecodeError, decode_prologue
+from jit_unwind.arch.x86_64_decoder import CALLEE_SAVED, DecodeError, decode_prologue
 from tests.jit_python import JIT_MINORS, jit_python
 from tests.support import REPO
 from tests.unit._proc import (ProcMemory, load_bias, pyenv_python, stopped_process,

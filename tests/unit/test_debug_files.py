@@ -9,8 +9,8 @@ import subprocess
 
 from elftools.elf.elffile import ELFFile
 
-from jit_unwind import debug_files
-from jit_unwind.rawelf import RawElf
+from jit_unwind.elf import debug_files
+from jit_unwind.elf.rawelf import RawElf
 
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
 

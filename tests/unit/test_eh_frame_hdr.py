@@ -6,8 +6,8 @@ import struct
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from jit_unwind.rawelf import RawElf
-from jit_unwind.unwind.eh_frame_hdr import (SEARCH_TABLE_HEADER, read_search_table,
+from jit_unwind.elf.rawelf import RawElf
+from jit_unwind.elf.eh_frame_hdr import (SEARCH_TABLE_HEADER, read_search_table,
                                             search_index, table_words)
 
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"

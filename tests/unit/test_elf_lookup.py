@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from jit_unwind.elf_lookup import _elf, symtab_value
+from jit_unwind.elf.lookup import _elf, symtab_value
 from tests.support import fixture_binary
 
 
@@ -40,7 +40,7 @@ def test_a_symtab_value_is_kept_on_disk_for_the_next_session(tmp_path, monkeypat
     libjvm's 58,000 symbols) is done once: the next session reads the answer, a name
     there or not, from $XDG_CACHE_HOME/jit-unwind/elf-facts; JIT_UNWIND_ELF_CACHE=0
     writes nothing."""
-    from jit_unwind import elf_lookup
+    from jit_unwind.elf import lookup as elf_lookup
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.delenv("JIT_UNWIND_ELF_CACHE", raising=False)
     path = str(fixture_binary("nocfi"))
@@ -122,7 +122,7 @@ def test_a_stripped_files_name_is_found_in_its_debug_file(tmp_path, monkeypatch)
     """GDB's JIT interface finds ``__jit_debug_descriptor`` among minimal symbols, which
     include a stripped file's separate debug file's .symtab (here through its
     .gnu_debuglink): the plugin looks there too, and not in the debugger's debug info."""
-    from jit_unwind.elf_lookup import symbol_address
+    from jit_unwind.elf.lookup import symbol_address
     from jit_unwind.model import Mapping
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     source = tmp_path / "prog.c"
@@ -157,7 +157,7 @@ def test_the_files_summaries_are_kept_for_the_next_session(tmp_path, monkeypatch
     next session answers from one entry filed under the program (each file's headers
     and the names its exports answered), reading no file's headers again; a file
     rebuilt since is read again; a file that is not ELF answers nothing."""
-    from jit_unwind import elf_lookup
+    from jit_unwind.elf import lookup as elf_lookup
     from jit_unwind.model import Mapping
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.delenv("JIT_UNWIND_ELF_CACHE", raising=False)
@@ -209,7 +209,7 @@ def test_files_are_summarized_only_as_far_as_a_look_up_goes(tmp_path, monkeypatc
     """With nothing kept (a first session, or the cache off), a name the program's own
     file exports is answered from that file's headers alone: the files mapped after it
     are not opened."""
-    from jit_unwind import elf_lookup
+    from jit_unwind.elf import lookup as elf_lookup
     from jit_unwind.model import Mapping
     monkeypatch.setenv("JIT_UNWIND_ELF_CACHE", "0")
     program = fixture_binary("nocfi")
@@ -242,7 +242,7 @@ def test_a_stops_look_ups_check_each_mapped_file_once(tmp_path, monkeypatch):
     descriptor, .PyRuntime, _PyRuntime): through one mapping list, each file's identity
     is checked once (its summary's identity); another list (another stop's mappings)
     checks them again."""
-    from jit_unwind import elf_lookup
+    from jit_unwind.elf import lookup as elf_lookup
     from jit_unwind.model import Mapping
     monkeypatch.setenv("JIT_UNWIND_ELF_CACHE", "0")
     (tmp_path / "lib.c").write_text("int exported_value = 7;\n")

@@ -1,8 +1,8 @@
-"""The format strings lldb-19's bt is given (jit_unwind.format_strings): where the
+"""The format strings lldb-19's bt is given (jit_unwind.stack.format_strings): where the
 label and the gate go in LLDB 19's own formats, and what is left alone.  The e2e test
 (tests/e2e/test_lldb19_frame_format.py) checks what lldb-19 prints with them."""
 
-from jit_unwind.format_strings import (GATE_ENTRY, LABEL, Gate, scope_end, shown_format,
+from jit_unwind.stack.format_strings import (GATE_ENTRY, LABEL, Gate, scope_end, shown_format,
                                       with_label)
 
 # LLDB 19.1.7's defaults (`settings show frame-format` / `thread-format`, "\`" -> "`").

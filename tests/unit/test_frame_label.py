@@ -2,14 +2,14 @@
 one "decorate this thread?" gate, on the core's records: no debugger."""
 
 from jit_unwind.model import PyFrame
-from jit_unwind.decoration_gate import (needs_decorating, stack_runs_jit_code,
+from jit_unwind.stack.decoration_gate import (needs_decorating, stack_runs_jit_code,
                                         thread_needs_decorating, walk_kept_inputs)
-from jit_unwind.frame_label import (BOTH_GUESSED, CALLER_GUESSED, UNREADABLE, Label, bt_label,
+from jit_unwind.stack.frame_label import (BOTH_GUESSED, CALLER_GUESSED, UNREADABLE, Label, bt_label,
                                     format_name, listed_label, may_have_label,
                                     python_line, python_name, unnamed_jit_name)
 from jit_unwind.model import Unwound
-from jit_unwind.session import StopCache
-from jit_unwind.stack import describe
+from jit_unwind.stop.cache import StopCache
+from jit_unwind.stack.frames import describe
 
 from .test_session import JIT_START, LIB_START, STACK, FakeFrame, FakeProcess, FakeThread
 

@@ -1,9 +1,9 @@
 """What GDB's unwinder asks the core about one frame (frame_unwind.leaves_to_debugger,
 unwind_code), over a fake process: no debugger."""
 
-from jit_unwind.frame_unwind import leaves_to_debugger, unwind_code
+from jit_unwind.unwind.frame_unwind import leaves_to_debugger, unwind_code
 from jit_unwind.model import Region
-from jit_unwind.session import StopCache
+from jit_unwind.stop.cache import StopCache
 
 from .test_session import JIT_START, LIB_START, STACK, FakeProcess
 

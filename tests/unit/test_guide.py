@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from jit_unwind import settings
+from jit_unwind.commands import settings
 from jit_unwind.cli import _parser
 from jit_unwind.commands.mixed_bt import parser as mixed_bt_parser
 from jit_unwind.commands.registry import for_debugger

@@ -1,4 +1,6 @@
-"""The core never imports a debugger: only the adapters do."""
+"""The package's layers: the core never imports a debugger (only the adapters do), each
+layer imports only from the layers below it, no module imports itself back through
+others, and the package root holds only the entry points and what every layer uses."""
 
 import ast
 from pathlib import Path
@@ -67,8 +69,8 @@ def test_the_adapter_keeps_no_core_logic():
 # Decisions the LLDB adapter leaves to the core: how Python frames interleave with
 # native ones (mixed, merge), which frames a walk's steps become and how they are named
 # and marked (walk_frames), what lldb-19's formats become (format_strings).
-LLDB_LEFT_TO_CORE = {"mixed", "merge", "stack.classify", "frame_label.bt_label",
-                     "frame_label.walk_stopped"}
+LLDB_LEFT_TO_CORE = {"stack.mixed", "stack.merge", "stack.frames.classify",
+                     "stack.frame_label.bt_label", "stack.frame_label.walk_stopped"}
 
 
 def _imported_names(path):
@@ -118,12 +120,13 @@ def test_adapters_import_nothing_from_unwind():
     """Unwinding policy (which strategy, .eh_frame, x86-64 decoding, what follows a
     call, the caller's registers) is the core's: the adapters call the core's walk
     (``thread_walk``) and the core's answer for one frame (``frame_unwind``), never the
-    ``unwind`` package itself."""
+    ``unwind`` package's strategies themselves."""
     offenders = []
     for adapter in ADAPTERS:
         for path in (PACKAGE / adapter).rglob("*.py"):
             offenders += [f"{path}: {name}" for name in _package_imports(path)
-                          if name.split(".")[0] == "unwind"]
+                          if name.split(".")[0] == "unwind"
+                          and name not in ("unwind.frame_unwind", "unwind")]
     assert not offenders
     assert list((PACKAGE / "gdb").glob("unwinder.py"))
 
@@ -132,7 +135,7 @@ def test_adapters_import_nothing_from_unwind():
 # what its last frame says (bt_walk), which frames get a label (frame_label), which
 # unwind a frame gets (frame_unwind), when a stop plans a symbol file (SymbolFiles).
 GDB_CORE_RULES = {"walk_stopped", "remember_stop", "ended_by_unwinder", "may_have_label",
-                  "bt_label", "function_at", "unwind_jit_code", "unwind_nocfi_code",
+                  "bt_label", "function_at", "function_in", "unwind_jit_code", "unwind_nocfi_code",
                   "needs_decorating", "stack_runs_jit_code"}
 GDB_CORE_DECISIONS = {"plan", "nothing_to_name", "may_name_jit_code", "is_registered",
                       "is_trace"}
@@ -152,3 +155,111 @@ def test_gdb_adapter_calls_the_cores_rules_rather_than_applying_them():
                 offenders.append(f"{path}: asks {node.attr}")
     assert not offenders
     assert list((PACKAGE / "gdb").glob("frame_filter.py"))
+
+
+# The layers, bottom first: a module imports from its own folder or from a layer below,
+# never from one above or beside it (docs/design.md draws them).
+LAYERS = [
+    # the root: records, the memory and debugger interfaces, the data model, per-file caches
+    {"records", "target", "file_cache", "dependencies", "wrapper_env", "__init__"},
+    {"arch", "model"},
+    {"debugger"},
+    {"elf"},        # ELF files: headers, notes, symbols, .eh_frame_hdr, debug files
+    {"cpython"},    # the CPython runtime model
+    {"regions"},    # where code is: mappings, JIT regions, perf maps, jitdumps
+    {"stop"},       # the per-stop cache
+    {"unwind"},     # the strategies and the one native step
+    {"stack"},      # the walk, labels, the native+Python merge
+    {"symfile"},    # the JIT symbol file
+    {"commands"},   # the commands' logic and text
+    {"gdb", "lldb", "coreread"},  # the readers
+    {"loaders"},
+    {"cli"},
+    {"__main__"},
+]
+MAX_ROOT_MODULES = 10
+
+
+def _layer_of(name):
+    top = name.split(".")[0]
+    for rank, layer in enumerate(LAYERS):
+        if top in layer:
+            return rank
+    raise AssertionError(f"{name}: in no layer of LAYERS")
+
+
+def _module_name(path):
+    parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts) or "__init__"
+
+
+def _graph():
+    """module -> the modules of this package it imports (at its top or in a function)."""
+    modules = {_module_name(path): path for path in PACKAGE.rglob("*.py")}
+    graph = {}
+    for name, path in modules.items():
+        targets = set()
+        for target in _package_imports(path):
+            # ``from .x import name``: module x.name if it is one, else module x
+            while target and target not in modules:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                targets.add(target)
+        graph[name] = targets
+    return graph
+
+
+def test_every_top_level_name_is_in_a_layer():
+    for path in PACKAGE.iterdir():
+        if path.suffix == ".py" or (path / "__init__.py").exists():
+            _layer_of(path.stem)
+
+
+def test_no_import_climbs_up_or_across_the_layers():
+    offenders = [f"{module} -> {target}" for module, targets in _graph().items()
+                 for target in targets
+                 if module.split(".")[0] != target.split(".")[0]
+                 and _layer_of(target) >= _layer_of(module)]
+    assert not offenders
+
+
+def _cycles(graph):
+    """The strongly connected components of more than one module (Tarjan's)."""
+    index, low, on_stack, stack, found = {}, {}, set(), [], []
+
+    def visit(node):
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph.get(node, ()):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_cycles():
+    """Not even one closed by an import inside a function."""
+    assert _cycles(_graph()) == []
+    assert _cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
+
+
+def test_the_root_holds_few_modules():
+    root = sorted(path.name for path in PACKAGE.glob("*.py"))
+    assert len(root) <= MAX_ROOT_MODULES, root

@@ -1,7 +1,7 @@
 """The native + Python merge on made-up stacks (the e2e tests run it on real ones)."""
 
 from jit_unwind.model import EVAL, JIT, OTHER, NativeFrame, PyFrame
-from jit_unwind.merge import merge
+from jit_unwind.stack.merge import merge
 
 
 def py(name, address, entry=False, code=0):
@@ -90,7 +90,7 @@ def test_frames_no_eval_frame_claims_are_reported():
 def test_interleave_streams_and_holds_jit_frames_back_until_their_eval_loop():
     """The frame filter's stream: an item is yielded once its Python frames are known;
     what nobody claimed goes under the last item; mix() gives the same pairs."""
-    from jit_unwind.mixed import interleave, mix
+    from jit_unwind.stack.mixed import interleave, mix
 
     frames = [py("leaf", 0x100), py("hot", 0x200), py("top", 0x300, entry=True),
               py("<module>", 0x400, entry=True)]

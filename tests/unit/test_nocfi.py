@@ -9,8 +9,9 @@ from elftools.elf.elffile import ELFFile
 
 from jit_unwind.model import Region
 from jit_unwind.regions import Mapping, RegionMap
+from jit_unwind.regions.nocfi_pc import function_in
 from jit_unwind.regions.nocfi import (_eh_frame_ranges, _is_padding, RawElf,
-                                      _ranges_from_pyelftools, function_at, uncovered_ranges)
+                                      _ranges_from_pyelftools, uncovered_ranges)
 from tests.support import REPO, fixture_binary
 
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
@@ -83,7 +84,7 @@ def test_region_map_finds_the_function_at_its_load_address():
     start, end = _symbols(path)["asm_frameless_function"]
     region = regions.nocfi_at(bias + start + 5)
     assert region is not None and region.source == "no-cfi"
-    function = function_at(region, bias + start + 5)
+    function = function_in(region, bias + start + 5)
     assert (function.start, function.end, function.name) == (
         bias + start, bias + end, "asm_frameless_function")
     main_start, _ = _symbols(path)["main"]
@@ -176,14 +177,14 @@ def test_a_second_mapping_of_a_files_code_is_that_code_at_its_own_offset():
                                             path, text.offset)])
     region = regions.nocfi_at(pc)
     assert region is not None
-    function = function_at(region, pc)
+    function = function_in(region, pc)
     assert (function.name, function.start, function.end) == (
         "asm_frameless_function", pc - 5, pc - 5 + end - start)
     assert regions.nocfi_at(bias + start + 5).owner == bias  # the file's own mapping
     without_offsets = RegionMap([Mapping(m.start, m.end, m.perms, m.path) for m in mappings]
                                 + [Mapping(copy, copy + text.end - text.start, "r-xp", path)])
     region = without_offsets.nocfi_at(pc)
-    assert region is None or function_at(region, pc) is None
+    assert region is None or function_in(region, pc) is None
 
 
 def test_a_files_gaps_are_kept_on_disk_for_the_next_session(tmp_path, monkeypatch):
@@ -192,7 +193,7 @@ def test_a_files_gaps_are_kept_on_disk_for_the_next_session(tmp_path, monkeypatc
     and gets the same; an entry damaged, or a separate debug file appearing (its
     .debug_frame counts as CFI), makes them computed again; JIT_UNWIND_ELF_CACHE=0
     writes nothing."""
-    from jit_unwind import debug_files
+    from jit_unwind.elf import debug_files
     from jit_unwind.regions import nocfi
     path = str(fixture_binary("nocfi"))
     cache = tmp_path / "cache"

@@ -31,7 +31,7 @@ def _own_cache(tmp_path, monkeypatch):
 
 
 def _whole_function(symbols, address):
-    """nocfi.function_at's pick among the whole file's function symbols."""
+    """nocfi_pc.function_in's pick among the whole file's function symbols."""
     index = bisect.bisect_right(symbols, (address, float("inf"), "")) - 1
     if index >= 0 and symbols[index][0] <= address < symbols[index][1]:
         return symbols[index]
@@ -121,7 +121,7 @@ def test_node_s_first_bt_never_computes_the_whole_file(monkeypatch):
     region = regions.nocfi_at(bias + builtin[0] + 8)
     text = next(m for m in mappings if m.start <= bias + builtin[0] < m.end)
     assert (region.start, region.end) == (max(low + bias, text.start), min(high + bias, text.end))
-    function = nocfi.function_at(region, bias + builtin[0] + 8)
+    function = nocfi_pc.function_in(region, bias + builtin[0] + 8)
     assert (function.start - bias, function.end - bias, function.name) == builtin
     assert function.name.startswith("Builtins_")
     assert regions.nocfi_at(bias + covered) is None
@@ -130,7 +130,7 @@ def test_node_s_first_bt_never_computes_the_whole_file(monkeypatch):
     copied = RegionMap(mappings + [Mapping(copy, copy + text.end - text.start, "r-xp", NODE,
                                            text.offset)])
     pc = copy + (bias + builtin[0] - text.start) + 8
-    function = nocfi.function_at(copied.nocfi_at(pc), pc)
+    function = nocfi_pc.function_in(copied.nocfi_at(pc), pc)
     assert (function.name, function.start) == (builtin[2], pc - 8)
 
 

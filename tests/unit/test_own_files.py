@@ -1,6 +1,6 @@
 """The object files the plugin adds itself keep the stop's cache (own_files)."""
 
-from jit_unwind.own_files import OwnObjectFiles
+from jit_unwind.symfile.own_files import OwnObjectFiles
 
 
 def test_events_about_our_files_change_no_region():

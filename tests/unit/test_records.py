@@ -55,13 +55,13 @@ def test_a_records_own_init_is_kept_and_takes_its_fields():
 
     from jit_unwind.arch.base import Architecture
     from jit_unwind.commands.registry import Command, Registered
-    from jit_unwind.frame_label import Label
+    from jit_unwind.stack.frame_label import Label
     from jit_unwind.model import Mapping, NativeFrame, Unwound
     from jit_unwind.regions.jitdump_process import ProcessJitdump
-    from jit_unwind.settings import Setting
+    from jit_unwind.commands.settings import Setting
     from jit_unwind.unwind.context import UnwindContext
     from jit_unwind.unwind.runtime_entries import EntryFrame, SizedBase
-    from jit_unwind.unwind.x86_64 import PrologueState, _Operand
+    from jit_unwind.arch.x86_64_decoder import PrologueState, _Operand
 
     no_default = field().default  # the records' marker of a field without one
     for cls in (Label, ProcessJitdump, UnwindContext, EntryFrame, SizedBase, Mapping,

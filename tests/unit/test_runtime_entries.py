@@ -18,13 +18,13 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 from jit_unwind.debugger import Process, Symbol
-from jit_unwind.frame_unwind import unwind_nocfi_code
+from jit_unwind.unwind.frame_unwind import unwind_nocfi_code
 from jit_unwind.model import UnwindMethod
 from jit_unwind.regions import Mapping, RegionMap
-from jit_unwind.regions.nocfi import function_at
-from jit_unwind.session import StopCache
+from jit_unwind.regions.nocfi_pc import function_in
+from jit_unwind.stop.cache import StopCache
 from jit_unwind.target import BytesMemory
-from jit_unwind.thread_walk import ThreadWalk
+from jit_unwind.stack.thread_walk import ThreadWalk
 
 from .test_thread_walk import InputFrame
 
@@ -158,7 +158,7 @@ def test_entry_code_in_a_second_mapping_of_its_file_is_known_by_its_symbol(libra
     for pc in (library.copied("jsentry_return"), library.loaded("jsentry_return")):
         region = regions.nocfi_at(pc - 1)
         assert region is not None, hex(pc)
-        function = function_at(region, pc - 1)
+        function = function_in(region, pc - 1)
         assert function.name == "Builtins_JSEntry"
         result = unwind_nocfi_code(pc, base - 72, memory, regions, registers.get, False,
                                    lambda _address: None, function)

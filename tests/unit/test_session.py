@@ -9,12 +9,12 @@ from jit_unwind.commands import CommandError
 from jit_unwind.commands.jit_regions import jit_regions
 from jit_unwind.commands.mixed_bt import py_mixed_bt
 from jit_unwind.debugger import DebuggerError, Frame, Process, Thread
-from jit_unwind.frame_label import marks
+from jit_unwind.stack.frame_label import marks
 from jit_unwind.model import EVAL, JIT, OTHER
 from jit_unwind.model import Unwound
 from jit_unwind.regions import Mapping
-from jit_unwind.session import StopCache, StopCaches
-from jit_unwind.stack import walk
+from jit_unwind.stop.cache import StopCache, StopCaches
+from jit_unwind.stack.frames import walk
 from jit_unwind.target import BytesMemory
 
 JIT_START = 0x7000_0000

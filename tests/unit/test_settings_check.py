@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from jit_unwind import settings
+from jit_unwind.commands import settings
 
 
 def test_an_unreadable_jitdump_file_is_refused(tmp_path, monkeypatch):

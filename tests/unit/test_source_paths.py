@@ -1,6 +1,6 @@
 """The source path every backtrace shows for a frame (source_paths): no debugger."""
 
-from jit_unwind.source_paths import shown_source_path
+from jit_unwind.elf.source_paths import shown_source_path
 
 
 def test_full_name_is_normalised():

@@ -370,7 +370,7 @@ ON_DEMAND = ("jit_unwind.unwind.jitdump_cfi", "jit_unwind.unwind.cfi",
 
 WALK_WITHOUT_JITDUMP = """
 import sys
-from jit_unwind import frame_unwind
+from jit_unwind.unwind import frame_unwind
 from tests.unit.test_strategies import (CALL_RAX, JIT, SP, STACK, Layout,
                                          native_return_address)
 layout = Layout()

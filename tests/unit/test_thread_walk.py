@@ -6,9 +6,9 @@ import struct
 
 from jit_unwind.debugger import Frame, Process, Symbol
 from jit_unwind.regions import Mapping
-from jit_unwind.session import StopCache
+from jit_unwind.stop.cache import StopCache
 from jit_unwind.target import BytesMemory
-from jit_unwind.thread_walk import ThreadWalk
+from jit_unwind.stack.thread_walk import ThreadWalk
 
 LIB = 0x4000_0000
 JIT = 0x7000_0000

@@ -1,14 +1,14 @@
 """A thread's frames from its walk, the Python frames under them, and what LLDB's frame
-provider shows for each step (jit_unwind.walk_frames), over the fake debugger of
+provider shows for each step (jit_unwind.stack.walk_frames), over the fake debugger of
 test_thread_walk: no debugger runs."""
 
-from jit_unwind import walk_frames as module
+from jit_unwind.stack import walk_frames as module
 from jit_unwind.debugger import DebuggerError, Frame
-from jit_unwind.frame_label import Label
+from jit_unwind.stack.frame_label import Label
 from jit_unwind.model import PyFrame, PyThread
-from jit_unwind.session import StopCache
-from jit_unwind.thread_walk import Step
-from jit_unwind.walk_frames import (BY_PC, INPUT, NAMED, NATIVE, PASSTHROUGH, Shown,
+from jit_unwind.stop.cache import StopCache
+from jit_unwind.stack.thread_walk import Step
+from jit_unwind.stack.walk_frames import (BY_PC, INPUT, NAMED, NATIVE, PASSTHROUGH, Shown,
                                     provider_walk_key, python_below, shown_frames,
                                     thread_steps, walk_frames)
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from jit_unwind.unwind.x86_64 import (DecodeError, call_length_before, decode_prologue,
+from jit_unwind.arch.x86_64_decoder import (DecodeError, call_length_before, decode_prologue,
                                       starts_frame_pointer)
 
 BASE = 0x7F0000001000

@@ -2,8 +2,8 @@
 pointer, pointing at the frame record {caller's x29, x30}; saved return addresses may
 carry pointer-authentication bits."""
 
-from ..unwind import aarch64 as decoder
-from ..unwind.x86_64 import DecodeError
+from . import aarch64_decoder as decoder
+from .x86_64_decoder import DecodeError
 from .base import Architecture
 
 AARCH64 = Architecture(

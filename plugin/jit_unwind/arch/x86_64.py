@@ -4,7 +4,7 @@ from __future__ import annotations  # annotations unevaluated: less work at load
 
 from typing import Optional, Set
 
-from ..unwind import x86_64 as decoder
+from . import x86_64_decoder as decoder
 from .base import Architecture
 
 ENDBR64 = b"\xf3\x0f\x1e\xfa"

@@ -15,10 +15,10 @@ import os
 import struct
 from typing import List, Optional
 
-from ..coreread.disk_cache import cache_directory
-from ..debug_files import DEBUG_ROOT, by_build_id
-from ..elf_notes import NT_FILE, PT_NOTE, file_entries, note_bodies, program_headers
-from ..rawelf import RawElf
+from ..elf.disk_cache import cache_directory
+from ..elf.debug_files import DEBUG_ROOT, by_build_id
+from ..elf.notes import NT_FILE, PT_NOTE, file_entries, note_bodies, program_headers
+from ..elf.rawelf import RawElf
 
 ENV = "JIT_UNWIND_DEBUG_FILE_CACHE"
 MAX_FILES = 32  # copies kept; the least recently made go first

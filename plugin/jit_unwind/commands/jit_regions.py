@@ -7,9 +7,9 @@ from typing import Callable, List, Optional, Tuple
 
 from ..debugger import Process
 from ..dependencies import warn_missing
-from ..render import have_tabulate, region_summary, region_table
+from .render import have_tabulate, region_summary, region_table
 from ..model import Region, RegionSource
-from ..session import StopCache
+from ..stop.cache import StopCache
 from . import CommandError
 from .registry import STATUS, Command, declare, provenance
 

@@ -7,8 +7,8 @@ from __future__ import annotations  # annotations unevaluated: less work at load
 import os
 from typing import List
 
-from .. import settings
-from ..settings import BOOL, PATH, SettingError
+from . import settings
+from .settings import BOOL, PATH, SettingError
 from . import CommandError
 from .registry import STACK, Command, Context, declare
 

@@ -6,8 +6,8 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, List, Tuple
 
 from ..debugger import Process, Thread
-from ..session import StopCache
-from .. import settings
+from ..stop.cache import StopCache
+from . import settings
 from . import CommandError
 from .registry import STACK, Command, declare, provenance
 
@@ -77,9 +77,9 @@ def parse(argv: List[str]):
 
 def _mixed_thread(thread: Thread, cache: StopCache, options, names,
                   with_locals=None) -> MixedThread:
-    from ..mixed import mix, native_last
+    from ..stack.mixed import mix, native_last
     from ..model import MixedThread
-    from ..stack import walk
+    from ..stack.frames import walk
     try:
         python = cache.python_thread(thread.native_id)
     except Exception:  # memory the runtime's structures need is unreadable: native only
@@ -107,11 +107,11 @@ def py_mixed_bt(process: Process, cache: StopCache, argv: List[str],
                 show_method: bool = False) -> str:
     """The text (or JSON) ``py-mixed-bt argv`` prints; CommandError when it cannot run."""
     from ..cpython.thread_names import read_thread_names
-    from ..render_mixed import render_text, to_json
+    from .render_mixed import render_text, to_json
     options = parse(argv)
     if process.pid() is None:
         raise CommandError("py-mixed-bt: no process: run a program or load a core file first.")
-    from ..core_notes import missing_executable, truncation
+    from ..regions.core_notes import missing_executable, truncation
     # A core without its executable: the debugger's native frames are stack words, so
     # only the Python stack, after the note saying how to give the executable.
     no_executable = missing_executable(process)

@@ -7,7 +7,7 @@ function holding a pc in CPython's ceval.c passes thousands.  Anything unusual h
 
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
-from ..leb128 import read_sleb, read_uleb
+from ..elf.leb128 import read_sleb, read_uleb
 
 KEPT = {"DW_AT_low_pc", "DW_AT_high_pc", "DW_AT_ranges", "DW_AT_sibling",
         "DW_AT_call_file", "DW_AT_call_line", "DW_AT_name", "DW_AT_linkage_name",

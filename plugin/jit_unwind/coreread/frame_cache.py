@@ -21,7 +21,7 @@ import os
 from typing import Dict, List, Optional
 
 from ..file_cache import file_identity
-from . import disk_cache
+from ..elf import disk_cache
 
 ENV = "JIT_UNWIND_FRAME_CACHE"
 MAX_FILES = 64

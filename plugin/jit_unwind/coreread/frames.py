@@ -143,7 +143,7 @@ class PhysicalFrame:
         from ..regions.nocfi import SOURCE as NOCFI
         if code.source != NOCFI:
             return None
-        from ..frame_unwind import unwind_code  # here: the strategies' imports, ~5 ms
+        from ..unwind.frame_unwind import unwind_code  # here: the strategies' imports, ~5 ms
         result = unwind_code(cache, code, pc, sp, self.registers.get, self.index == 0,
                              lambda: None, self.arch)
         return None if result is None else self._caller(result, sp, in_trace=False)
@@ -152,7 +152,7 @@ class PhysicalFrame:
                     ) -> Optional[Unwinding]:
         """The GDB unwinder's calls; for a ``registered`` trace, None where it leaves
         the frame to GDB's rules."""
-        from ..frame_unwind import unwind_jit_code  # the strategies, once JIT code is met
+        from ..unwind.frame_unwind import unwind_jit_code  # the strategies, once JIT code is met
         process = self.thread.process
         innermost = self.index == 0
         # No stale interpreter frames are known without DWARF's eval-loop variables.

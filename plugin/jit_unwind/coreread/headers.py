@@ -8,7 +8,7 @@ entries and rows serves both."""
 import io
 from typing import Dict, List, NamedTuple, Optional
 
-from ..leb128 import read_uleb
+from ..elf.leb128 import read_uleb
 from .dies import Unsupported, string_end
 
 DW_UT_COMPILE, DW_UT_PARTIAL = 1, 3

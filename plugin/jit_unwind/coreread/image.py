@@ -10,7 +10,7 @@ import struct
 from typing import Dict, List, Optional
 
 from ..regions.core_link_map import mapped_files
-from ..elf_notes import (NT_AUXV, NT_FILE, PT_LOAD, PT_NOTE, file_entries, note_bodies,
+from ..elf.notes import (NT_AUXV, NT_FILE, PT_LOAD, PT_NOTE, file_entries, note_bodies,
                          program_headers)
 from ..regions.corefile import auxv_pairs
 

@@ -7,7 +7,7 @@ tables as it decodes it."""
 import bisect
 from typing import Dict, List, Optional, Tuple
 
-from ..leb128 import read_sleb, read_uleb
+from ..elf.leb128 import read_sleb, read_uleb
 
 Row = Tuple[int, int, bool]  # address, line (0: the end of a run), is_stmt
 

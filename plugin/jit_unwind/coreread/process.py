@@ -8,7 +8,7 @@ from typing import List, Optional
 
 from .. import debugger
 from ..model import Mapping
-from ..session import StopCache
+from ..stop.cache import StopCache
 from .dwarf import source_frames
 from .frames import CoreThread
 from .image import CoreImage

@@ -3,7 +3,7 @@
 
 from typing import Callable, List, Tuple
 
-from ..leb128 import read_uleb
+from ..elf.leb128 import read_uleb
 from .dies import Unsupported
 
 MAX_ENTRIES = 100_000  # in one list: a bound against garbage

@@ -17,7 +17,7 @@ import os
 from typing import Optional
 
 from ..file_cache import file_identity
-from . import disk_cache
+from ..elf import disk_cache
 
 ENV = "JIT_UNWIND_SECTION_CACHE"
 MAX_FILES = 64

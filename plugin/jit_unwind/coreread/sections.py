@@ -17,7 +17,7 @@ import struct
 import zlib
 from typing import Dict, List, Optional, Tuple
 
-from ..rawelf import RawElf
+from ..elf.rawelf import RawElf
 
 SHT_NOBITS = 8
 SHF_COMPRESSED = 0x800

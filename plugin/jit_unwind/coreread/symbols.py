@@ -7,9 +7,9 @@ import itertools
 import struct
 from typing import Dict, List, Optional, Tuple
 
-from .. import debug_files
+from ..elf import debug_files
 from ..file_cache import FileCache
-from ..rawelf import RawElf
+from ..elf.rawelf import RawElf
 from .image import CoreImage
 
 STT_FUNC, STT_GNU_IFUNC = 2, 10

@@ -7,7 +7,7 @@ import bisect
 import os
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
-from ..source_paths import shown_source_path
+from ..elf.source_paths import shown_source_path
 from .dies import ADDRX, Skimmer, Unsupported
 from .headers import LineProgram, UnitHeader
 from .lines import LineTable

@@ -11,7 +11,8 @@ import struct
 from typing import List, Optional, Tuple
 
 from ..target import MemoryReadError
-from .executors import EXECUTOR_TYPE_NAME, MAX_ARRAY, _Raw, _Reader
+from .executor_layout import MAX_ARRAY
+from .executor_reader import EXECUTOR_TYPE_NAME, ExecutorReader, RawExecutor
 
 __all__ = ["array_fields", "walk_array", "COLD_NAMES"]
 
@@ -21,7 +22,7 @@ COLD_NAMES = ("<cold exit>", "<cold dynamic exit>")
 MAX_DELETION_LIST = 100_000
 
 
-def _array(reader: _Reader, interp: int, fields: Tuple[int, ...]
+def _array(reader: ExecutorReader, interp: int, fields: Tuple[int, ...]
            ) -> Tuple[Optional[List[int]], str]:
     """The executor pointers of the array at ``fields``, or None and why not."""
     memory = reader.memory
@@ -40,7 +41,7 @@ def _array(reader: _Reader, interp: int, fields: Tuple[int, ...]
     return list(struct.unpack(f"<{count}Q", data)), ""
 
 
-def _slot_problem(reader: _Reader, address: int, index: int) -> str:
+def _slot_problem(reader: ExecutorReader, address: int, index: int) -> str:
     """Why ``address`` cannot be the executor of array slot ``index``."""
     if address == 0 or address % 8:
         return f"executor_ptrs[{index}] is {address:#x}"
@@ -55,7 +56,7 @@ def _slot_problem(reader: _Reader, address: int, index: int) -> str:
     return ""
 
 
-def _cold_executors(reader: _Reader, interp: int, fields: Tuple[int, ...]
+def _cold_executors(reader: ExecutorReader, interp: int, fields: Tuple[int, ...]
                     ) -> Tuple[Optional[int], str]:
     """How many of the interpreter's cold executors are set, or None and why they
     cannot be its cold executors."""
@@ -70,7 +71,7 @@ def _cold_executors(reader: _Reader, interp: int, fields: Tuple[int, ...]
     return count, ""
 
 
-def array_fields(reader: _Reader, interp: int) -> Tuple[Optional[Tuple[int, ...]], str]:
+def array_fields(reader: ExecutorReader, interp: int) -> Tuple[Optional[Tuple[int, ...]], str]:
     """Offsets of the array and what follows it in ``interp``: DWARF's, else after
     ``common_consts`` where the array's first slot or a cold executor says so (zeros
     say nothing: with no executor yet there is nothing to find anyway, and
@@ -100,7 +101,7 @@ def array_fields(reader: _Reader, interp: int) -> Tuple[Optional[Tuple[int, ...]
     return None, "" if searched else reader.consts_problem(interp)
 
 
-def _deletion_list(reader: _Reader, head: int, budget: int) -> Tuple[List[int], str]:
+def _deletion_list(reader: ExecutorReader, head: int, budget: int) -> Tuple[List[int], str]:
     """Executors invalidated but not freed yet (a trace of one may still run)."""
     found: List[int] = []
     seen = set()
@@ -119,8 +120,8 @@ def _deletion_list(reader: _Reader, head: int, budget: int) -> Tuple[List[int], 
     return found, ""
 
 
-def walk_array(reader: _Reader, interp: int, fields: Tuple[int, ...], budget: int
-               ) -> Tuple[List[_Raw], List[Tuple[str, _Raw]], int, str]:
+def walk_array(reader: ExecutorReader, interp: int, fields: Tuple[int, ...], budget: int
+               ) -> Tuple[List[RawExecutor], List[Tuple[str, RawExecutor]], int, str]:
     """(executors with machine code, the named cold ones, how many have none, why
     the walk stopped early or "")."""
     pointers, reason = _array(reader, interp, fields)
@@ -130,7 +131,7 @@ def walk_array(reader: _Reader, interp: int, fields: Tuple[int, ...], budget: in
     head = reader.memory.try_read_u64(interp + fields[2])
     if head:
         deleted, reason = _deletion_list(reader, head, budget - len(pointers))
-    found: List[_Raw] = []
+    found: List[RawExecutor] = []
     skipped = 0
     for index, address in enumerate(pointers[:budget] + deleted):
         if index < len(pointers):

@@ -14,7 +14,7 @@ import gdb
 
 from ..debugger import DebuggerError, Frame, Process, Thread
 from ..regions import Mapping
-from ..source_paths import shown_source_path
+from ..elf.source_paths import shown_source_path
 from .memory import GdbMemory
 
 # GDB 13 has no FRAME_UNWIND_FIRST_ERROR; "unavailable" is the first error in every GDB.

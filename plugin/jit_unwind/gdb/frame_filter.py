@@ -26,10 +26,10 @@ import sys
 import gdb
 from gdb.FrameDecorator import FrameDecorator, FrameVars
 
-from .. import settings
+from ..commands import settings
 from ..debugger import DebuggerError
 from .debugger import GdbFrame, gdb_stop_reason
-from .settings import debug_log
+from .log import debug_log
 from .state import STATE
 
 
@@ -41,8 +41,8 @@ bt_decoration = filtered_walk = None
 def _load_core() -> None:
     global bt_decoration, filtered_walk
     if filtered_walk is None:
-        from ..bt_walk import filtered_walk
-        from ..frame_label import bt_decoration
+        from ..stack.bt_walk import filtered_walk
+        from ..stack.frame_label import bt_decoration
 
 
 class NativeFrameDecorator(FrameDecorator):
@@ -288,7 +288,7 @@ class JitFrameFilter:
         if not self._enabled:
             return False
         try:
-            from ..decoration_gate import thread_needs_decorating
+            from ..stack.decoration_gate import thread_needs_decorating
             return thread_needs_decorating(STATE, _selected_thread_key, _newest_frame,
                                            settings.value("show-method"))
         except Exception:
@@ -300,7 +300,7 @@ class JitFrameFilter:
 
     def filter(self, frame_iter):
         # The CPython model only once a backtrace needs it: not at the plugin's load.
-        from ..core_notes import missing_executable
+        from ..regions.core_notes import missing_executable
         frames = walk(frame_iter)
         try:
             # A core without its executable: GDB's frames are stack words, no place for

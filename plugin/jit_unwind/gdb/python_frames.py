@@ -8,9 +8,9 @@ import gdb
 from gdb.FrameDecorator import FrameDecorator
 
 from ..cpython import PyFrame, PyThread
-from .. import mixed
-from ..frame_label import python_name
-from ..stack import classify
+from ..stack import mixed
+from ..stack.frame_label import python_name
+from ..stack.frames import classify
 from .debugger import GdbFrame, GdbThread
 from .state import STATE
 

@@ -1,10 +1,10 @@
 """``set/show jit-unwind NAME``: a GDB parameter for each setting of the core's table
-(``jit_unwind.settings``), and the debug log."""
+(``jit_unwind.commands.settings``)."""
 
 import gdb
 
-from .. import settings
-from ..settings import PATH, Setting, SettingError
+from ..commands import settings
+from ..commands.settings import PATH, Setting, SettingError
 from .state import STATE
 
 
@@ -66,11 +66,3 @@ def register_settings() -> None:
     _Prefix("show", f"Show settings of {settings.ABOUT}")
     for setting in settings.for_debugger("gdb"):
         _parameters[setting.name] = _Parameter(setting)
-
-
-def debug_log(message) -> None:
-    """Print ``message`` (a string, or a callable making one: built only when asked)
-    when ``set jit-unwind debug on``."""
-    if settings.value("debug"):
-        text = message() if callable(message) else message
-        gdb.write(f"jit-unwind: {text}\n")

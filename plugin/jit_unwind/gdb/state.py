@@ -2,8 +2,8 @@
 
 import gdb
 
-from ..own_files import OwnObjectFiles
-from ..session import StopCache
+from ..symfile.own_files import OwnObjectFiles
+from ..stop.cache import StopCache
 from .debugger import PROCESS
 
 
@@ -14,10 +14,11 @@ def _import_the_walk() -> None:
     than in the first bt, where they were a third of its instructions (~2.5 ms in GDB
     13, bench/jit_runtimes.py).  A session without JIT code never imports them."""
     try:
-        from .. import bt_walk, decoration_gate, frame_unwind  # noqa: F401
+        from ..stack import bt_walk, decoration_gate  # noqa: F401
+        from ..unwind import frame_unwind
         frame_unwind.load_cfi_reader()
     except Exception as error:  # the first bt imports them again
-        from .settings import debug_log
+        from .log import debug_log
         debug_log(f"the walk's modules not imported at the stop: {error!r}")
 
 

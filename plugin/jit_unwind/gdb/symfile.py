@@ -13,10 +13,10 @@ import os
 
 import gdb
 
-from .. import settings
+from ..commands import settings
 from ..regions.corefile import last_library_without_vdso
 from ..symfile import SymbolFiles
-from .settings import debug_log
+from .log import debug_log
 from .state import OWN_FILES, STATE
 
 # No .eh_frame: GDB runs the plugin's unwinder before it reads one, and decoding the

@@ -10,7 +10,7 @@ from gdb.unwinder import Unwinder
 
 from ..arch import by_debugger_name
 from ..regions.nocfi import SOURCE as NOCFI
-from .settings import debug_log
+from .log import debug_log
 from .state import STATE
 
 
@@ -21,7 +21,7 @@ def _core():
     """The core's frame_unwind module, imported once JIT code is met (not at load: it
     loads every strategy; state.py imports it at the stop that first finds JIT code)."""
     if not _CORE:
-        from .. import frame_unwind
+        from ..unwind import frame_unwind
         _CORE.append(frame_unwind)
     return _CORE[0]
 

@@ -9,7 +9,8 @@ import lldb
 from ..commands import CommandError
 from ..commands.lldb_text import class_name, lldb_help, long_help, short_help
 from ..commands.registry import Context, Registered, for_debugger
-from .registration import ensure_provider, providers_supported, refresh_providers
+from .capabilities import providers_supported
+from .registration import ensure_provider, refresh_providers
 from .settings import changed
 from .state import cache_for
 

@@ -23,11 +23,12 @@ import lldb
 from ..debugger import DebuggerError, Frame, Process, Symbol, Thread
 from ..regions import Mapping
 from ..regions.minidump import minidump_maps
-from ..session import StopCache
-from ..stack import MAX_FRAMES, ends_backtrace
-from ..thread_walk import Step, ThreadWalk
-from ..walk_frames import WalkFrame, thread_steps, walk_frames
+from ..stop.cache import StopCache
+from ..stack.frames import MAX_FRAMES, ends_backtrace
+from ..stack.thread_walk import Step, ThreadWalk
+from ..stack.walk_frames import WalkFrame, thread_steps, walk_frames
 from .memory import LldbMemory
+from .own_module import is_own_module
 from .settings import debug_log
 
 MAX_REGIONS = 100_000
@@ -378,7 +379,6 @@ class LldbProcess(Process):
         # The target's first module, ours (the JIT symbol file, which LLDB then also
         # reports as GetExecutable()) aside; for a core whose executable is gone LLDB
         # keeps a module read from the core's memory, under a path with no file.
-        from .symfile import is_own_module
         for index in range(min(self.target.GetNumModules(), 4)):
             module = self.target.GetModuleAtIndex(index)
             if not is_own_module(self.target, module):

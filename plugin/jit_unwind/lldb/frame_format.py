@@ -14,8 +14,8 @@ from typing import Optional
 
 import lldb
 
-from ..format_strings import BARE_LABEL, GATE, LABEL, Gate, shown_format, with_label
-from ..frame_label import format_name
+from ..stack.format_strings import BARE_LABEL, GATE, LABEL, Gate, shown_format, with_label
+from ..stack.frame_label import format_name
 from .state import cache_for
 
 SETTING = "frame-format"  # jit-unwind frame-format on|off
@@ -69,7 +69,7 @@ def install(debugger: "lldb.SBDebugger", internal_dict: dict) -> None:
     """At import: the script functions into the session dictionary, and the label
     into the formats unless the setting is off (with frame providers, for frames in
     code LLDB's JIT loader knows only)."""
-    from .registration import providers_supported
+    from .capabilities import providers_supported
     from .settings import on_change, setting
     REGISTERED_ONLY[0] = providers_supported()
     internal_dict[LABEL] = frame_label

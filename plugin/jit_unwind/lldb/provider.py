@@ -19,12 +19,12 @@ from lldb.plugins.scripted_frame_provider import ScriptedFrameProvider
 from lldb.plugins.scripted_process import ScriptedFrame
 
 from . import frame_format
-from ..core_notes import missing_executable
-from ..decoration_gate import needs_decorating, walk_kept_inputs
-from ..frame_label import names_registered_frame
-from ..stack import MAX_FRAMES
-from ..walk_frames import (BY_PC, INPUT, NAMED, PASSTHROUGH, provider_walk_key,
-                           python_below, shown_frames)
+from ..regions.core_notes import missing_executable
+from ..stack.decoration_gate import needs_decorating, walk_kept_inputs
+from ..stack.frame_label import names_registered_frame
+from ..stack.frames import MAX_FRAMES
+from ..stack.walk_frames import (BY_PC, INPUT, NAMED, PASSTHROUGH, provider_walk_key, python_below,
+                                 shown_frames)
 from .debugger import build_frames, return_address_frames, symbolised_alike, walk_thread
 from .reprints import note_answer
 from .settings import debug_log, setting, show_method

@@ -16,15 +16,12 @@ import threading
 
 import lldb
 
+from .capabilities import providers_supported
 from .reprints import reprints_waited
 
 PROVIDER = "jit_unwind.lldb.provider.JitFrameProvider"
 _registered = {}  # GloballyUniqueID of a target that has the provider -> provider id
 _lock = threading.Lock()
-
-
-def providers_supported() -> bool:
-    return hasattr(lldb.SBTarget, "RegisterScriptedFrameProvider")
 
 
 def ensure_provider(target: "lldb.SBTarget") -> str:

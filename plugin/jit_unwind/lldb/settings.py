@@ -4,7 +4,7 @@ LLDB, and the debug log."""
 
 import sys
 
-from .. import settings
+from ..commands import settings
 
 _ON_CHANGE = {}  # setting name -> callback(debugger, value) run when it is set
 

@@ -4,7 +4,7 @@ internal stops included, and each stop's region map is read once)."""
 
 import lldb
 
-from ..session import StopCache, StopCaches
+from ..stop.cache import StopCache, StopCaches
 from .debugger import LldbProcess
 
 CACHES = StopCaches()

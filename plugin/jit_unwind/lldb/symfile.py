@@ -17,6 +17,8 @@ from typing import Dict
 import lldb
 
 from ..symfile import SymbolFiles
+from . import own_module
+from .capabilities import providers_supported
 from .state import cache_for
 
 TRIPLE = "x86_64-unknown-linux-gnu"
@@ -24,7 +26,7 @@ HOOK = "jit_unwind.lldb.symfile.LoadOnStop"
 
 # Per target (GloballyUniqueID): its SymbolFiles and the module loaded from it.
 _files: Dict[int, SymbolFiles] = {}
-_modules: Dict[int, "lldb.SBModule"] = {}
+_modules = own_module.MODULES
 
 
 def is_enabled() -> bool:
@@ -36,12 +38,7 @@ def is_enabled() -> bool:
 _lock = threading.Lock()
 
 
-def _key(target: "lldb.SBTarget") -> int:
-    """A target's identity (LLDB 19 has no GetGloballyUniqueID: its index then)."""
-    unique = getattr(target, "GetGloballyUniqueID", None)
-    if unique is not None:
-        return unique()
-    return -1 - target.GetDebugger().GetIndexOfTarget(target)
+_key = own_module.target_key
 
 
 def refresh(target: "lldb.SBTarget") -> None:
@@ -115,11 +112,6 @@ def in_symbol_file(target: "lldb.SBTarget", pc: int) -> bool:
     return target.ResolveLoadAddress(pc).GetModule() == module
 
 
-def is_own_module(target: "lldb.SBTarget", module: "lldb.SBModule") -> bool:
-    """Whether ``module`` is the symbol file we loaded into ``target``."""
-    return _modules.get(_key(target)) == module
-
-
 def loaded(target: "lldb.SBTarget"):
     """(path, predicate on a Region) for jit-regions, or None."""
     files = _files.get(_key(target))
@@ -150,7 +142,6 @@ def install(debugger: "lldb.SBDebugger") -> None:
     or on the dummy target (LLDB copies that one to targets created later).  One hook
     only: with two, LLDB prints a header for each at every stop."""
     import atexit
-    from .registration import providers_supported
     atexit.register(cleanup)
     targets = [debugger.GetTargetAtIndex(i) for i in range(debugger.GetNumTargets())]
     if providers_supported() and not targets:

@@ -15,7 +15,7 @@ import os
 import struct
 from typing import Callable, List, Optional, Sequence, Tuple
 
-from ..elf_notes import program_headers
+from ..elf.notes import program_headers
 from ..file_cache import FileCache
 
 AT_PHDR, AT_ENTRY, AT_BASE, AT_EXECFN = 3, 9, 7, 31

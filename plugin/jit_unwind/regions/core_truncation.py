@@ -11,7 +11,7 @@ from ..records import field, record
 from typing import List, Optional, Sequence, Tuple
 
 from ..file_cache import FileCache
-from ..elf_notes import PT_LOAD, program_headers
+from ..elf.notes import PT_LOAD, program_headers
 from .corefile import _core_notes, core_file_list
 
 

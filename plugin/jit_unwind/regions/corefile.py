@@ -12,7 +12,7 @@ import bisect
 import struct
 from typing import List, Optional, Tuple
 
-from ..elf_notes import (NT_AUXV, NT_FILE, PT_LOAD, PT_NOTE, file_entries, note_bodies,
+from ..elf.notes import (NT_AUXV, NT_FILE, PT_LOAD, PT_NOTE, file_entries, note_bodies,
                          program_headers)
 from ..file_cache import FileCache
 from ..model import Mapping

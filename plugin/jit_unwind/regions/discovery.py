@@ -6,7 +6,7 @@ from __future__ import annotations  # annotations unevaluated: less work at load
 from typing import List, Tuple
 
 from ..dependencies import WITHOUT_PYELFTOOLS, missing, warn_missing
-from ..elf_lookup import symbol_address
+from ..elf.lookup import symbol_address
 from ..model import Mapping, Region, RegionSource
 from . import RegionMap
 from .corefile import read_core_mappings

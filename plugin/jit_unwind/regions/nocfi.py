@@ -22,13 +22,13 @@ import re
 import struct
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from ..debug_files import by_build_id
+from ..elf.debug_files import by_build_id
 from ..file_cache import FileCache
-from ..leb128 import read_uleb
+from ..elf.leb128 import read_uleb
 from ..model import Region, RegionSource
-from ..rawelf import RawElf, file_bias, headers_of, load_bias
-from ..elf_facts import kept
-from ..unwind.eh_frame_hdr import POINTER_FORMATS, read_search_table
+from ..elf.rawelf import RawElf, file_bias, headers_of, load_bias
+from ..elf.facts import kept
+from ..elf.eh_frame_hdr import POINTER_FORMATS, read_search_table
 
 SOURCE = RegionSource.NOCFI
 MAX_FILES = 256
@@ -287,29 +287,15 @@ def nocfi_regions(path: str, mappings: Iterable) -> List[Region]:
         for start, end in gaps:
             low, high = max(start + bias, mapping.start), min(end + bias, mapping.end)
             if low < high:
-                # owner: this mapping's load bias, for function_at()
+                # owner: this mapping's load bias, for nocfi_pc.function_in()
                 regions.append(Region(low, high, SOURCE, path, owner=bias))
     return regions
 
 
-def function_at(region: Region, address: int) -> Optional[Region]:
-    """The function symbol of ``region``'s file holding ``address`` (its start, end and
-    name, as a Region the prologue strategy decodes from); None without a symbol."""
-    bias = region.owner
-    from .nocfi_pc import UNKNOWN, function_at as function_near
-    near = function_near(region.name, address - bias)
-    if near is not UNKNOWN:
-        if near is None:
-            return None
-        start, end, name = near
-        return Region(start + bias, end + bias, SOURCE, name)
-    symbols = _functions.get(region.name, _function_symbols, [])
-    index = bisect.bisect_right(symbols, (address - bias, float("inf"), "")) - 1
-    if index >= 0:
-        start, end, name = symbols[index]
-        if start + bias <= address < end + bias:
-            return Region(start + bias, end + bias, SOURCE, name)
-    return None
+def function_symbols(path: str) -> List[Tuple[int, int, str]]:
+    """The function symbols (file addresses) in the gaps of the file at ``path``, sorted
+    (kept per file); empty when unreadable."""
+    return _functions.get(path, _function_symbols, [])
 
 
 def _function_symbols(path: str) -> List[Tuple[int, int, str]]:

@@ -25,14 +25,14 @@ import struct
 import sys
 from typing import Dict, List, Optional, Tuple
 
-from ..debug_files import by_build_id
-from ..elf_facts import kept
+from ..elf.debug_files import by_build_id
+from ..elf.facts import kept
 from ..file_cache import FileCache
 from ..model import Region
-from ..rawelf import RawElf, file_bias, headers_of, load_bias
-from ..unwind.eh_frame_hdr import POINTER_FORMATS, FdeIndex, search_index
+from ..elf.rawelf import RawElf, file_bias, headers_of, load_bias
+from ..elf.eh_frame_hdr import POINTER_FORMATS, FdeIndex, search_index
 from .nocfi import (FDE_HEADER, PADDING, ELF64_SYMBOL, MAX_FDES, MAX_FILES, SKIPPED_SECTIONS,
-                    SOURCE, debug_files_of, fde_encoding)
+                    SOURCE, debug_files_of, fde_encoding, function_symbols)
 
 UNKNOWN = object()  # this file's answer needs the whole file's computation
 # FDEs looked at before the pc's: one of them may reach past the pc (FDEs that overlap;
@@ -419,3 +419,22 @@ def region_at(mapping, address: int, view):
         return gap
     low, high = max(gap[0] + bias, mapping.start), min(gap[1] + bias, mapping.end)
     return Region(low, high, SOURCE, mapping.path, owner=bias) if low <= address < high else None
+
+
+def function_in(region: Region, address: int) -> Optional[Region]:
+    """The function symbol of ``region``'s file holding ``address`` (its start, end and
+    name, as a Region the prologue strategy decodes from); None without a symbol."""
+    bias = region.owner
+    near = function_at(region.name, address - bias)
+    if near is not UNKNOWN:
+        if near is None:
+            return None
+        start, end, name = near
+        return Region(start + bias, end + bias, SOURCE, name)
+    symbols = function_symbols(region.name)
+    index = bisect.bisect_right(symbols, (address - bias, float("inf"), "")) - 1
+    if index >= 0:
+        start, end, name = symbols[index]
+        if start + bias <= address < end + bias:
+            return Region(start + bias, end + bias, SOURCE, name)
+    return None

@@ -18,7 +18,7 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 from ..model import CodeKind, Region
 from ..regions import RegionMap
 from ..target import Memory
-from ..unwind.x86_64 import decode_steps
+from ..arch.x86_64_decoder import decode_steps
 from .eh_frame import build_eh_frame, cfa_program
 from .elf import CodeSection, write_elf
 from .table_rules import JitdumpRules

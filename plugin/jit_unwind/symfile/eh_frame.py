@@ -11,7 +11,7 @@ import sys
 from array import array
 from typing import Sequence, Tuple
 
-from ..unwind.x86_64 import CALLEE_SAVED, Step
+from ..arch.x86_64_decoder import CALLEE_SAVED, Step
 
 # DWARF register numbers of x86-64 (System V ABI).
 DWARF_REGISTER = {"rax": 0, "rdx": 1, "rcx": 2, "rbx": 3, "rsi": 4, "rdi": 5, "rbp": 6,

@@ -14,7 +14,7 @@ from typing import Dict, Iterable, Optional
 
 from ..arch import X86_64, Architecture
 from ..file_cache import FileCache
-from ..rawelf import file_bias, headers_of
+from ..elf.rawelf import file_bias, headers_of
 from ..target import Memory
 from .cfi_rows import EhFrame
 

@@ -17,10 +17,10 @@ import struct
 from operator import itemgetter
 from typing import Dict, List, Optional, Tuple
 
-from ..leb128 import read_sleb, read_uleb
-from ..rawelf import headers_of
+from ..elf.leb128 import read_sleb, read_uleb
+from ..elf.rawelf import headers_of
 from ..records import NamedItems
-from .eh_frame_hdr import POINTER_FORMATS, FdeIndex, search_index
+from ..elf.eh_frame_hdr import POINTER_FORMATS, FdeIndex, search_index
 
 MAX_INSTRUCTIONS = 100_000  # in one CIE or FDE: a bound against garbage
 MAX_STATES = 64  # remembered with DW_CFA_remember_state

@@ -13,7 +13,7 @@ from ..model import CodeKind, UnwindMethod, Unwound
 from ..target import MemoryReadError
 from .caller_frame import caller_frame_pointer
 from .context import UnwindContext
-from .x86_64 import PrologueState
+from ..arch.x86_64_decoder import PrologueState
 
 MAX_PROLOGUE = 4096   # bytes decoded from a known function start
 SEARCH_WINDOW = 128   # bytes searched backwards for an unknown start

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Optional, Tuple
 
-from ..elf_lookup import symbol_address
+from ..elf.lookup import symbol_address
 from ..model import UnwindMethod, Unwound
 from .context import UnwindContext
 from ..records import record

@@ -17,7 +17,7 @@ long as no native frame is missing.
 
 from typing import List, Sequence
 
-from .model import EVAL, JIT, Merged, NativeFrame, PyFrame
+from ..model import EVAL, JIT, Merged, NativeFrame, PyFrame
 
 
 class Merger:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .regions import RegionMap
+from ..regions import RegionMap
 
 
 def jit_frame_name(regions: RegionMap, pc: int, innermost: bool = False) -> Optional[str]:

@@ -2,8 +2,8 @@
 
 from typing import Dict, List, Optional
 
-from .frame_label import listed_label, python_line
-from .model import FrameLocals, MixedFrame, MixedThread, PyFrame
+from ..stack.frame_label import listed_label, python_line
+from ..model import FrameLocals, MixedFrame, MixedThread, PyFrame
 
 FORMAT = "jit-unwind/py-mixed-bt/1"
 

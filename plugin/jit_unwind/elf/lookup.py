@@ -12,9 +12,9 @@ import struct
 from typing import (Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple,
                     TypeVar)
 
-from .file_cache import FileCache, file_identity
+from ..file_cache import FileCache, file_identity
 from .rawelf import RawElf, first_mappings, headers_of, load_bias
-from .model import Mapping
+from ..model import Mapping
 
 # Opened files, by path: (identity, Exports or None, [(p_vaddr, p_offset)] of PT_LOADs).
 # The identity (see file_identity) tells a file rebuilt or replaced at the same path
@@ -192,7 +192,7 @@ class _Summaries:
         return summary
 
     def write(self) -> None:
-        from .elf_facts import keep
+        from .facts import keep
         self.changed = False
         # Files gone or rebuilt since are left out; the bound keeps the entry small.
         files = {path: entry for path, entry in self.files.items()
@@ -219,7 +219,7 @@ def _summaries(program: str) -> _Summaries:
 
 
 def _kept_files(program: str) -> Dict[str, Tuple[object, dict]]:
-    from .elf_facts import kept
+    from .facts import kept
     try:
         return dict(kept(program, SUMMARIES_FACT, lambda _path: {}, _valid_files))
     except Exception:  # an unreadable cache: start over
@@ -408,7 +408,7 @@ def _kept_symtab_value(path: str, name: str) -> Optional[int]:
     """_scan_symtab's answer, kept on disk between sessions (elf_facts.py): the scan
     reads the whole table (libjvm's: 4 MB, ~4 ms of HotSpot's first bt)."""
     import zlib
-    from .elf_facts import kept
+    from .facts import kept
 
     def valid(value) -> bool:  # the name itself is kept: another may share its CRC
         return (isinstance(value, tuple) and len(value) == 2 and value[0] == name

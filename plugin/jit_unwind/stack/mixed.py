@@ -3,7 +3,7 @@
 from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 from .merge import Merger
-from .model import MixedFrame, NativeFrame, PyFrame, PyThread
+from ..model import MixedFrame, NativeFrame, PyFrame, PyThread
 
 T = TypeVar("T")
 

@@ -5,7 +5,7 @@ command, commands/jit_unwind_settings.py) and reads the values here."""
 from __future__ import annotations  # annotations unevaluated: less work at load
 
 import os
-from .records import record
+from ..records import record
 from typing import Callable, Dict, List, Optional, Tuple
 
 ABOUT = "jit-unwind, which unwinds and names JIT frames."
@@ -77,7 +77,7 @@ def _readable_file(path) -> Optional[str]:
 
 
 def _use_jitdump(path) -> None:
-    from .regions import jitdump  # the jitdump reader is imported when first used
+    from ..regions import jitdump  # the jitdump reader is imported when first used
     jitdump.set_user_path(path or None)
 
 

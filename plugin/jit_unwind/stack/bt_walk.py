@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Callable, Iterator, Optional, Tuple, TypeVar
 
-from .debugger import Frame
+from ..debugger import Frame
 from .frame_label import walk_stopped
-from .session import StopCache
-from .stack import remember_stop
+from ..stop.cache import StopCache
+from .frames import remember_stop
 
 Item = TypeVar("Item")  # a frame as the debugger's iterator gives it
 Shown = TypeVar("Shown")  # the adapter's decorated frame

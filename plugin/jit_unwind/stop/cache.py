@@ -9,23 +9,23 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Dict, Optional, Set, Tuple
 
-from .core_notes import say_once
-from .elf_lookup import section_address, symbol_address
-from .model import Unwound
-from .regions import RegionMap
-from .regions.discovery import build_region_map, jit_interface_regions
-from .regions.perfmap import read_perf_map
+from ..regions.core_notes import say_once
+from ..elf.lookup import section_address, symbol_address
+from ..model import Unwound
+from ..regions import RegionMap
+from ..regions.discovery import build_region_map, jit_interface_regions
+from ..regions.perfmap import read_perf_map
 
 # The CPython model is imported when a Python process is first looked at, the jitdump
 # reader when a pc is first in JIT code: most programs need neither, and loading the
 # plugin should cost little (bench/load_and_step.py).
 if TYPE_CHECKING:
-    from .cpython import CPythonRuntime, PyThread
-    from .regions.jitdump_process import ProcessJitdump
+    from ..cpython import CPythonRuntime, PyThread
+    from ..regions.jitdump_process import ProcessJitdump
 
 
 def _may_have_jitdump(pid: Optional[int], mappings) -> bool:
-    from .regions.jitdump import may_have_jitdump  # most sessions never need the module
+    from ..regions.jitdump import may_have_jitdump  # most sessions never need the module
     return pid is not None and may_have_jitdump(pid, (m.path for m in mappings))
 
 
@@ -175,7 +175,7 @@ class StopCache:
         return regions
 
     def _jitdump_file_exists(self) -> bool:
-        from .regions import jitdump
+        from ..regions import jitdump
         pid = self.process.pid()
         if pid is None:
             return False
@@ -185,7 +185,7 @@ class StopCache:
     def jitdump(self) -> "ProcessJitdump":
         """The process's perf jitdump (names, code, unwind tables of its JIT code),
         its records checked against memory; empty without one."""
-        from .regions.jitdump_process import process_jitdump
+        from ..regions.jitdump_process import process_jitdump
         return self._cached("jitdump", lambda: process_jitdump(
             self.process, list(self.regions().mappings), self.process.connection(),
             lambda name: self.lookup_symbol(name, debug_info=False)))
@@ -253,7 +253,7 @@ class StopCache:
         return self._cached("python-runtime", self._python_runtime)
 
     def _python_runtime(self):
-        from .cpython import CPythonError, find_runtime
+        from ..cpython import CPythonError, find_runtime
         if self.process.pid() is None:
             return None, "no process: run a program or load a core file first"
         try:
@@ -267,7 +267,7 @@ class StopCache:
     def _version_hint(self):
         """major.minor from the interpreter's file names (libpython3.10.so, python3.10):
         lets the error for CPython 3.10 and older name the version."""
-        from .cpython import version_from_library_name
+        from ..cpython import version_from_library_name
         for path in self.process.module_paths():
             version = version_from_library_name(path)
             if version is not None:
@@ -342,9 +342,9 @@ class StopCache:
     def _jit_code_regions(self):
         if not self.may_run_python():  # 3.13+ keeps _PyRuntime in .PyRuntime
             return []
-        from .cpython import CPythonError
-        from .cpython.executors import read_executors
-        from .regions.cpython_jit import executor_regions
+        from ..cpython import CPythonError
+        from ..cpython.executors import read_executors
+        from ..regions.cpython_jit import executor_regions
         runtime, _reason = self.python_runtime()
         if runtime is None or runtime.version.minor_version < (3, 13):
             return []
@@ -358,7 +358,7 @@ class StopCache:
     def _dwarf_executor_layout(self, runtime):
         """Executor offsets from the interpreter's DWARF when it has them, else None (the
         built-in table for the version is used)."""
-        from .cpython.executors import DWARF_FIELDS
+        from ..cpython.executors import DWARF_FIELDS
         if self.process.member_offset("_PyExecutorObject", "jit_code") is None:
             return None  # no DWARF: the built-in table
         # Members a version lacks (3.15: executor_list_head, jit_side_entry; 3.13/3.14:
@@ -372,8 +372,8 @@ class StopCache:
 
 
 def _with(runtime, offsets):
-    from .cpython import CPythonError
-    from .cpython.executors import executor_layout
+    from ..cpython import CPythonError
+    from ..cpython.executors import executor_layout
     try:
         return executor_layout(runtime.version).with_offsets("DWARF", **offsets)
     except CPythonError:

@@ -11,15 +11,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, FrozenSet, Optional
 
-from .arch import X86_64, Architecture
-from .model import Region, Unwound
-from .regions import RegionMap
-from .regions.nocfi import SOURCE as NOCFI
-from .regions.nocfi import function_at
-from .session import StopCache
-from .target import Memory, RegisterReader
-from .unwind import (UnwindContext, unwind_jit_frame, unwind_nocfi_frame,
-                     unwind_registered_trace)
+from ..arch import X86_64, Architecture
+from ..model import Region, Unwound
+from ..regions import RegionMap
+from ..regions.nocfi import SOURCE as NOCFI
+from ..regions.nocfi_pc import function_in
+from ..stop.cache import StopCache
+from ..target import Memory, RegisterReader
+from . import UnwindContext, unwind_jit_frame, unwind_nocfi_frame, unwind_registered_trace
 
 if TYPE_CHECKING:  # not at run time: typing's Callable[...] is ~0.05 ms of the first bt
     FunctionStart = Callable[[int], Optional[int]]
@@ -46,7 +45,7 @@ def unwind_jit_code(pc: int, sp: int, memory: Memory, regions: RegionMap,
     if ctx.enters_trace():  # CPython's JIT only: its module is imported here
         stale = stale_frames()
         if stale is not None:
-            from .unwind.trace_entry import without_stale_frames
+            from .trace_entry import without_stale_frames
             result = without_stale_frames(result, stale)
     return result
 
@@ -55,13 +54,13 @@ def load_cfi_reader() -> None:
     """Import the files' CFI reader now (a stack scan checks a candidate caller in a
     file's code with it, importing it at the first): for an adapter that prepares a
     session's walks where JIT code is first found."""
-    from .unwind import cfi  # noqa: F401
+    from . import cfi  # noqa: F401
 
 
 def stale_frames(cache: StopCache, thread) -> FrozenSet[int]:
     """Interpreter frames of Python thread ``thread`` (a ``cpython.PyThread``) whose
     copies in an eval loop are older than the frames they run; read once per stop."""
-    from .unwind.trace_entry import stale_frame_addresses
+    from .trace_entry import stale_frame_addresses
     return cache.per_stop(("stale-frames", thread.address),
                           lambda: stale_frame_addresses(thread))
 
@@ -106,7 +105,7 @@ def unwind_code(cache: StopCache, code: Region, pc: int, sp: int,
     if code.source == NOCFI:
         result = unwind_nocfi_code(pc, sp, process.memory, cache.regions(), read_register,
                                    innermost, process.function_start,
-                                   function_at(code, lookup), arch)
+                                   function_in(code, lookup), arch)
     else:
         regions = cache.named_regions()
         result = unwind_jit_code(pc, sp, process.memory, regions, read_register,

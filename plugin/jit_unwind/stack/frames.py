@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import List, Optional, Tuple
 
-from .debugger import DebuggerError, Frame, Thread
-from .model import EVAL, EVAL_FUNCTION, JIT, OTHER, NativeFrame, Unwound
+from ..debugger import DebuggerError, Frame, Thread
+from ..model import EVAL, EVAL_FUNCTION, JIT, OTHER, NativeFrame, Unwound
 from .naming import jit_frame_name
-from .regions.nocfi import function_at
-from .session import StopCache
+from ..regions.nocfi_pc import function_in
+from ..stop.cache import StopCache
 
 MAX_FRAMES = 100_000
 
@@ -89,12 +89,12 @@ def nocfi_name(frame: Frame, pc: int, cache: StopCache) -> Optional[str]:
     region = cache.regions().nocfi_at(lookup)
     if region is None:
         return None
-    function = function_at(region, lookup)
+    function = function_in(region, lookup)
     if function is None and lookup != pc:
         # A return address a runtime planted at a function's start (V8's deoptimizer:
         # Builtins_InterpreterEnterAtNextBytecode+0): no call before it, so pc - 1 lies
         # in the padding before that function.
-        function = function_at(region, pc)
+        function = function_in(region, pc)
         if function is not None and function.start != pc:
             function = None
     if function is None:

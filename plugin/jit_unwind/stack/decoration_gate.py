@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Callable, Optional, Sequence
 
-from .debugger import DebuggerError, Frame
-from .session import StopCache
+from ..debugger import DebuggerError, Frame
+from ..stop.cache import StopCache
 
 # Beyond this many frames stack_runs_jit_code stops walking and says yes.
 MAX_CHECKED_FRAMES = 20_000

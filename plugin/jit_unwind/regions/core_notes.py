@@ -9,8 +9,8 @@ from __future__ import annotations  # annotations unevaluated: less work at load
 import os
 from typing import Callable, List, Optional, Tuple
 
-from .debugger import Process
-from .file_cache import FileCache
+from ..debugger import Process
+from ..file_cache import FileCache
 
 _SAID: set = set()  # (core path, what) said once already
 _SAID_LIMIT = 64
@@ -49,7 +49,7 @@ _NAMED: FileCache[Optional[str]] = FileCache(limit=16)
 
 
 def _named_executable(core: str) -> Optional[str]:
-    from .regions.corefile import core_executable
+    from .corefile import core_executable
     return _NAMED.get(core, core_executable, None)
 
 
@@ -62,7 +62,7 @@ def truncation(process: Process, runtime_at: Callable[[], Optional[int]] = lambd
     core = process.core_file()
     if not core:
         return "", False
-    from .regions.core_truncation import core_truncation, describe
+    from .core_truncation import core_truncation, describe
     cut = core_truncation(core)
     if cut is None:
         return "", False

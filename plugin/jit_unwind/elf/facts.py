@@ -24,15 +24,15 @@ import marshal
 import os
 from typing import Callable, List, Optional, TypeVar
 
-from .coreread import disk_cache
-from .file_cache import file_identity
+from . import disk_cache
+from ..file_cache import file_identity
 
 ENV = "JIT_UNWIND_ELF_CACHE"
 SUFFIX = ".fact"
 MAX_FILES = 1024  # a JIT process maps 10-40 files, each with a summary (elf_lookup)
 # The modules whose results are kept: any change to one of them is another reader.
-READER = ("regions/nocfi.py", "elf_lookup.py", "elf_facts.py", "rawelf.py", "leb128.py",
-          "debug_files.py", "unwind/eh_frame_hdr.py", "regions/nocfi_pc.py")
+READER = ("../regions/nocfi.py", "lookup.py", "facts.py", "rawelf.py", "leb128.py",
+          "debug_files.py", "eh_frame_hdr.py", "../regions/nocfi_pc.py")
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 Value = TypeVar("Value")

@@ -9,15 +9,15 @@ StopCache) so the backtraces cannot drift apart; the adapters only place the str
 
 from __future__ import annotations
 
-from .records import record
+from ..records import record
 from typing import Callable, Iterable, Optional, Tuple
 
-from .debugger import Frame
-from .model import NativeFrame, PyFrame
+from ..debugger import Frame
+from ..model import NativeFrame, PyFrame
 from .naming import jit_frame_name
-from .regions import RegionMap
-from .session import StopCache
-from .stack import ended_by_unwinder, jit_label
+from ..regions import RegionMap
+from ..stop.cache import StopCache
+from .frames import ended_by_unwinder, jit_label
 
 # LLDB names a native caller itself: a guessed one is marked on the JIT frame above it.
 CALLER_GUESSED = "[its caller: guess: found by stack scan]"

@@ -18,18 +18,17 @@ StopCache, as GDB's unwinder does.
 
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from .arch import Architecture
-from .debugger import DebuggerError, Frame
-from .model import Region, Unwound
-from .regions.nocfi import SOURCE as NOCFI
-from .regions.nocfi import function_at
-from .records import field, record
-from .session import StopCache
-from .stack import MAX_FRAMES, ends_backtrace
-from .unwind import (UnwindContext, unwind_jit_frame, unwind_nocfi_frame,
-                     unwind_registered_trace)
-from .unwind.cfi import unwind_with_cfi
-from .unwind.context import follows_call
+from ..arch import Architecture
+from ..debugger import DebuggerError, Frame
+from ..model import Region, Unwound
+from ..regions.nocfi import SOURCE as NOCFI
+from ..regions.nocfi_pc import function_in
+from ..records import field, record
+from ..stop.cache import StopCache
+from .frames import MAX_FRAMES, ends_backtrace
+from ..unwind import UnwindContext, unwind_jit_frame, unwind_nocfi_frame, unwind_registered_trace
+from ..unwind.cfi import unwind_with_cfi
+from ..unwind.context import follows_call
 
 # Where a frame-pointer caller's saved rbp may lie above the callee's sp.
 MAX_FRAME_SIZE = 16 << 20
@@ -336,7 +335,7 @@ class ThreadWalk:
             return Region(symbol.start, symbol.end, NOCFI, symbol.name)
         try:
             region = self.regions.nocfi_at(address)
-            return function_at(region, address) if region is not None else None
+            return function_in(region, address) if region is not None else None
         except Exception:  # an unreadable file: the walk goes on without its names
             return None
 

@@ -11,11 +11,11 @@ frames are named and marked as every backtrace does (``frame_label.bt_label``).
 from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 from . import mixed
-from .debugger import Frame
+from ..debugger import Frame
 from .frame_label import bt_label, python_name, unnamed_jit_name, walk_stopped
-from .records import record
-from .session import StopCache
-from .stack import MAX_FRAMES, classify, nocfi_name
+from ..records import record
+from ..stop.cache import StopCache
+from .frames import MAX_FRAMES, classify, nocfi_name
 from .thread_walk import Step
 
 Source = Optional[Tuple[str, Optional[int]]]  # (file, line or None)

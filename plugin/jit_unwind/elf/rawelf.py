@@ -9,7 +9,7 @@ from __future__ import annotations  # annotations unevaluated: less work at load
 import struct
 from typing import Dict, Iterable, List, Optional
 
-from .file_cache import FileCache
+from ..file_cache import FileCache
 
 __all__ = ["RawElf", "RawSection", "file_bias", "first_mappings", "headers_of",
            "load_bias"]

@@ -11,7 +11,7 @@ decode fail and the caller moves on to another strategy.
 
 from typing import List, Optional, Set
 
-from .x86_64 import DecodeError, PrologueState
+from .x86_64_decoder import DecodeError, PrologueState
 
 REGISTERS = tuple(f"x{number}" for number in range(31))
 SP = 31  # register number 31 is sp in address and add/sub-immediate operands
