@@ -1,6 +1,7 @@
-# jit-unwind: `make demo` shows a backtrace through JIT frames; `make test` runs the tests
-# (after `make lint`).
-# Both install what they need on a fresh Debian machine (apt, a Python 3.11 venv).
+# jit-unwind: `make demo` shows plain GDB's backtrace of a toy JIT, then the same stop's with
+# the plugin; `make test` runs the tests (after `make lint`).
+# Each installs only what it needs on a fresh Debian machine (demo: apt; test: apt and a
+# Python 3.11 venv).
 
 SHELL := /bin/bash
 VENV := .venv
@@ -9,26 +10,37 @@ PYTHON311 ?= $(shell command -v python3.11 || echo /usr/bin/python3)
 APT_PACKAGES := gdb gcc make python3 python3-venv python3-pyelftools python3-tabulate \
                 lldb-19 python3-lldb-19 gjs ruby luajit openjdk-17-jdk-headless nodejs \
                 qemu-user gdb-multiarch gcc-aarch64-linux-gnu libc6-arm64-cross g++ libc6-dbg
+# What `make demo` runs: Debian's GDB (13, with its own Python), gcc for the toy JIT, and
+# tabulate for `info jit-regions`' table (the plugin needs no pyelftools for the demo).
+DEMO_APT_PACKAGES := gdb gcc libc6-dev make python3-tabulate
 FIXTURE_CFLAGS := -O0 -g -fno-omit-frame-pointer -Wall -Wextra
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint test-cpython-gdb fuzz apt-deps venv fixtures cpython-fixtures clean \
-        aarch64-fixtures
+.PHONY: demo demo-deps test lint test-cpython-gdb fuzz apt-deps venv fixtures cpython-fixtures \
+        clean aarch64-fixtures
 
-demo: apt-deps $(BUILD)/toyjit
+DEMO_GDB := gdb -q -nx -batch -iex 'set debuginfod enabled off' -iex 'set pagination off'
+DEMO_PROGRAM := $(BUILD)/toyjit mixed 2 sigtrap
+demo: demo-deps $(BUILD)/toyjit
 	@echo "== toy JIT: C -> JIT (frame pointer) -> C -> JIT (frameless, via trampoline) -> C, stopped by SIGTRAP"
-	gdb -q -nx -batch -iex 'set debuginfod enabled off' -iex 'set pagination off' \
-	    -x gdb_init.py -ex 'set jit-unwind show-method on' -ex run -ex bt -ex 'info jit-regions' \
-	    --args $(BUILD)/toyjit mixed 2 sigtrap
+	@echo "== plain GDB (gdb -nx, no plugin): bt"
+	@$(DEMO_GDB) -ex run -ex bt --args $(DEMO_PROGRAM)
+	@echo
+	@echo "== the same stop with the plugin (-x gdb_init.py, show-method on): bt, info jit-regions"
+	@$(DEMO_GDB) -x gdb_init.py -ex 'set jit-unwind show-method on' -ex run -ex bt \
+	    -ex 'info jit-regions' --args $(DEMO_PROGRAM)
 
 # lint runs before the fixtures are built: a warning fails `make test` within seconds.
 test: apt-deps venv lint fixtures
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS) tests
 
-# ruff with the configuration in pyproject.toml ([tool.ruff]); no warning is allowed.
+# ruff, then mypy over the core (not the adapters gdb/ and lldb/ nor the loaders, which
+# import the debuggers' own modules), each with its configuration in pyproject.toml
+# ([tool.ruff], [tool.mypy]); no warning and no type error is allowed.
 LINT_PATHS := plugin tests bench gdb_init.py lldb_init.py
 lint: venv
 	$(VENV)/bin/ruff check $(LINT_PATHS)
+	$(VENV)/bin/mypy
 
 # CPython 3.14.6's own Lib/test/test_gdb (from its source package) without and with
 # jit-unwind loaded into every GDB it starts, the JIT off and on, under each GDB below
@@ -50,12 +62,19 @@ fuzz: apt-deps venv fixtures
 	    $(VENV)/bin/python -m pytest -q tests/e2e/test_random_corrupted_cores.py; fi
 
 # apt-get runs only when a package is missing: repeated runs stay fast.
-apt-deps:
-	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+define apt_install
+	@missing=$$(for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	    echo "installing:" $$missing; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
+endef
+
+demo-deps:
+	$(call apt_install,$(DEMO_APT_PACKAGES))
+
+apt-deps:
+	$(call apt_install,$(APT_PACKAGES))
 
 venv: $(VENV)/.installed
 
