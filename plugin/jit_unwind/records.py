@@ -16,7 +16,14 @@ module's).  ``NamedItems`` is the same for ``typing.NamedTuple``.
 from __future__ import annotations  # annotations unevaluated: less work at load
 
 from operator import attrgetter, ge, gt, le, lt
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple
+
+if TYPE_CHECKING:
+    from typing import dataclass_transform
+else:
+    def dataclass_transform(**_options):
+        """typing's marker for type checkers (Python 3.11 on), which does nothing here."""
+        return lambda function: function
 
 _MISSING = object()
 _FACTORY = object()  # an argument left to its field's default_factory
@@ -52,6 +59,8 @@ def _frozen_delattr(self, name):
     raise FrozenRecordError(f"cannot delete field {name!r}")
 
 
+# Type checkers see the records as dataclasses: the fields, __init__, frozen and order.
+@dataclass_transform(field_specifiers=(field,))
 def record(cls=None, *, frozen: bool = False, order: bool = False):
     """Class decorator, as ``@dataclass`` / ``@dataclass(frozen=True, order=True)``:
     fields are the class's annotations in order, after those of record base classes.
