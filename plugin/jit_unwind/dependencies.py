@@ -25,7 +25,7 @@ WITHOUT_PYELFTOOLS = ("without it jit-unwind cannot read the code registered thr
                       "GDB's JIT interface (info jit-regions lists none of it), core "
                       "files of another ELF class or byte order, nor call frame "
                       "information kept only in .debug_frame")
-_warned = set()
+_warned: set[str] = set()
 
 
 def missing(package: str, consequence: str, debugger: str) -> str:

@@ -8,7 +8,7 @@ every read either returns the bytes or raises :class:`MemoryReadError`.
 from __future__ import annotations  # annotations unevaluated: less work at load
 
 import struct
-from typing import Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional
 
 
 class JitUnwindError(Exception):
@@ -62,7 +62,8 @@ class BytesMemory(Memory):
 
 
 PAGE_SIZE = 4096
-_UNREAD = object()
+# A sentinel typed Any: PageCache.read's ``data`` stays ``Optional[bytes]`` to the checker.
+_UNREAD: Any = object()
 
 
 class PageCache(Memory):

@@ -122,6 +122,7 @@ def _store_pair(sim: _Simulator, word: int, note) -> None:
     imm = _signed((word >> 15) & 0x7F, 7) * 8
     rt2, base, rt = (word >> 10) & 31, (word >> 5) & 31, word & 31
     state = sim.state
+    offset: Optional[int]
     if base == SP and mode in (1, 3):
         if mode == 3:
             state.depth -= imm
@@ -298,7 +299,7 @@ def decode_prologue(code: bytes, start: int, stop: int) -> PrologueState:
     if limit < 0 or limit > len(code) or limit % 4 or start % 4:
         raise DecodeError("pc outside the decoded bytes")
     pos = 0
-    landings = {}
+    landings: dict[int, int] = {}
     while pos < limit:
         if len(state.instructions) >= MAX_INSTRUCTIONS:
             raise DecodeError("too many instructions")

@@ -73,7 +73,7 @@ def reader_identity(directory: str, modules) -> str:
     if found is None:
         import sys
         import zlib
-        stamps = []
+        stamps: list[Optional[Tuple[int, int]]] = []
         for name in key[1]:
             try:
                 stat = os.stat(os.path.join(directory, name))

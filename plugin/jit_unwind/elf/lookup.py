@@ -12,7 +12,7 @@ import struct
 from typing import (Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple,
                     TypeVar)
 
-from ..file_cache import FileCache, file_identity
+from ..file_cache import FileCache, Identity, file_identity
 from .rawelf import RawElf, first_mappings, headers_of, load_bias
 from ..model import Mapping
 
@@ -66,11 +66,12 @@ class Exports:
             yield from _sysv_candidates(self._sysv, name)
 
     def _match(self, handle, index: int, wanted: bytes) -> Optional[int]:
-        if not 0 < index < self._symbol_count:
+        symbols, strings = self._symbols, self._strings
+        if symbols is None or strings is None or not 0 < index < self._symbol_count:
             return None
-        handle.seek(self._symbols + index * _SYMBOL.size)
+        handle.seek(symbols + index * _SYMBOL.size)
         string, _info, _other, section, value, _size = _SYMBOL.unpack(handle.read(_SYMBOL.size))
-        handle.seek(self._strings + string)
+        handle.seek(strings + string)
         if handle.read(len(wanted)) != wanted:
             return None
         return value if value and section else None  # defined: not SHN_UNDEF
@@ -167,7 +168,7 @@ class _Summaries:
     def __init__(self, program: str):
         self.program = program
         self.identity = file_identity(program)
-        self.files: Dict[str, Tuple[object, dict]] = _kept_files(program)
+        self.files: Dict[str, Tuple[Identity, dict]] = _kept_files(program)
         self.changed = False
 
     def of(self, path: str) -> dict:
@@ -218,7 +219,7 @@ def _summaries(program: str) -> _Summaries:
     return found
 
 
-def _kept_files(program: str) -> Dict[str, Tuple[object, dict]]:
+def _kept_files(program: str) -> Dict[str, Tuple[Identity, dict]]:
     from .facts import kept
     try:
         return dict(kept(program, SUMMARIES_FACT, lambda _path: {}, _valid_files))
@@ -426,7 +427,7 @@ def _scan_symtab(path: str, name: str) -> Optional[int]:
             return None
         names = strings.data()
         wanted = name.encode() + b"\0"
-        offsets = set()  # where the name's string starts (maybe the tail of a longer one)
+        offsets: set[int] = set()  # where the name's string starts (maybe the tail of a longer one)
         at = names.find(wanted)
         while at >= 0 and len(offsets) < 64:
             offsets.add(at)

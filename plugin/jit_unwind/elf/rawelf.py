@@ -7,9 +7,12 @@ tables read in full (symbols, DWARF)."""
 from __future__ import annotations  # annotations unevaluated: less work at load
 
 import struct
-from typing import Dict, Iterable, List, Optional
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional
 
 from ..file_cache import FileCache
+
+if TYPE_CHECKING:
+    from ..model import Mapping
 
 __all__ = ["RawElf", "RawSection", "file_bias", "first_mappings", "headers_of",
            "load_bias"]
@@ -110,10 +113,10 @@ def load_bias(mapping, loads) -> Optional[int]:
     return None
 
 
-def first_mappings(mappings: Iterable) -> Dict[str, object]:
+def first_mappings(mappings: Iterable) -> Dict[str, Mapping]:
     """path -> its mapping of the lowest file offset (the one the load bias is read
     from), for each file mapped at an absolute path, in mapping order."""
-    first: Dict[str, object] = {}
+    first: Dict[str, Mapping] = {}
     for mapping in mappings:
         path = mapping.path
         if path.startswith("/") and (path not in first
