@@ -322,7 +322,8 @@ def _layout(version: PyVersion, label: str, t: DebugOffsets,
     gil_base = t["interpreter_state.gil_runtime_state"]
     # interp->ceval.gil points at the GIL this interpreter uses (its own _gil, or
     # the main interpreter's when shared); holder/locked are given inside interp->_gil.
-    gil: Optional[GilLayout] = GilLayout(
+    gil: Optional[GilLayout]
+    gil = GilLayout(
         "interp-pointer", t["interpreter_state.ceval_gil"],
         t["interpreter_state.gil_runtime_state_holder"] - gil_base,
         t["interpreter_state.gil_runtime_state_locked"] - gil_base)

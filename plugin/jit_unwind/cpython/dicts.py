@@ -117,8 +117,8 @@ _STATIC: Dict[Tuple[int, int], dict] = {
 _GIL_HEADER = 16
 _AFTER_HEADER = {"module_dict", "tp_basicsize", "tp_dictoffset", "ht_cached_keys",
                  "dict_keys", "dict_values", "long_size", "long_digits", "tp_flags"}
-_STATIC_DEFAULTS = {name: ObjectLayout.__record_fields__[name].default
-                    for name in _AFTER_HEADER}
+# (the class keeps its fields' plain defaults, as a dataclass's does)
+_STATIC_DEFAULTS = {name: getattr(ObjectLayout, name) for name in _AFTER_HEADER}
 
 
 def _table_minor(layout: Layout) -> Tuple[int, int]:
@@ -372,6 +372,8 @@ def read_attribute(memory: Memory, objects: ObjectLayout, address: int, name: st
                     raise ObjectError(f"type at {type_address:#x} has tp_basicsize "
                                       f"{basicsize}")
                 values = address + basicsize
+                if objects.values_valid is None:
+                    raise ObjectError("no offset of the inline values' valid flag")
                 if not memory.read(values + objects.values_valid, 1)[0]:
                     return None  # invalidated and no dict: no attributes
                 return _lookup_values(memory, objects, type_address, values, name)

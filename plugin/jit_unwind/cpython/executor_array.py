@@ -151,11 +151,11 @@ def walk_array(reader: ExecutorReader, interp: int, fields: Tuple[int, ...], bud
         found.append(raw)
     cold = []
     for name, offset in zip(COLD_NAMES, fields[3:]):
-        address = reader.memory.try_read_u64(interp + offset)
-        if not address:
+        pointer = reader.memory.try_read_u64(interp + offset)
+        if not pointer:
             continue
         try:
-            raw = reader.read_raw(address)
+            raw = reader.read_raw(pointer)
         except MemoryReadError:
             continue
         if raw.jit_code and not reader.check_machine_code(raw):

@@ -54,7 +54,8 @@ class ExecutorLayout:
 
     def with_offsets(self, source: str, **offsets: int) -> "ExecutorLayout":
         """This layout with some offsets replaced (e.g. measured from DWARF)."""
-        return dataclasses.replace(self, source=source, **offsets)
+        # mypy checks **offsets against every field; its keys name int fields only.
+        return dataclasses.replace(self, source=source, **offsets)  # type: ignore[arg-type]
 
     @property
     def uses_array(self) -> bool:

@@ -254,7 +254,7 @@ class ExecutorReader:
         base = self.lookup("COLD_EXITS") if self.lookup is not None else None
         if not base:
             return [], ""
-        found = []
+        found: List[Tuple[int, RawExecutor]] = []
         for index in range(layout.cold_exit_count):
             address = base + index * layout.executor_size
             try:

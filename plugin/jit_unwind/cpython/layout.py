@@ -22,7 +22,7 @@ the inferior's own ``_Py_DebugOffsets`` by :mod:`.debug_offsets`.
 """
 
 from ..records import field, record
-from typing import Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 from .errors import UnsupportedVersionError
 from .version import PyVersion
@@ -153,7 +153,8 @@ _COMMON_311_312 = dict(
     bytes_size=16, bytes_data=32,
 )
 
-_STATIC = {
+# Layout's keyword arguments by version (values of several types).
+_STATIC: Dict[Tuple[int, int], Dict[str, Any]] = {
     (3, 11): dict(
         _COMMON_311_312,
         interp_id=48,                   # PyInterpreterState.id (int64_t)

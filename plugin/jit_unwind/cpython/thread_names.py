@@ -69,13 +69,13 @@ def read_interpreter_thread_names(memory: Memory, objects: ObjectLayout, interp:
     if main:
         try:
             ident_object = read_attribute(memory, objects, main, "_ident")
-            ident = read_int(memory, objects, ident_object) if ident_object else None
+            main_ident = read_int(memory, objects, ident_object) if ident_object else None
         except JitUnwindError:
-            ident = None
-        if ident is not None and ident not in names:
+            main_ident = None
+        if main_ident is not None and main_ident not in names:
             name = _thread_name(memory, objects, main)
             if name is not None:
-                names[ident] = name
+                names[main_ident] = name
     return names
 
 
