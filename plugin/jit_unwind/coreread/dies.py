@@ -164,6 +164,8 @@ class Abbrevs:
 
     def _read_one(self) -> None:
         data, at = self._data, self._at
+        if at is None:  # the table's end (get() asks only before it)
+            return
         if self._more is not None and at + 4096 > self._ready:
             self._ready = at + self.AHEAD
             self._more(self._ready)

@@ -47,7 +47,7 @@ class FrameCache:
         self._entry: Optional[str] = None
         directory = cache_directory()
         identity = file_identity(path) if directory else None
-        if identity is None:
+        if directory is None or identity is None:
             return
         device, inode, size, mtime = identity
         self._directory = directory

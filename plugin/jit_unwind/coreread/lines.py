@@ -70,7 +70,7 @@ class LineTable:
     the sequence holding the pc has such rows, so the program is decoded only until
     that sequence is past the pc (on for the next pc asked)."""
 
-    def __init__(self, program):
+    def __init__(self, program) -> None:
         header = program.header
         stream = program.stream
         stream.seek(program.program_start_offset)

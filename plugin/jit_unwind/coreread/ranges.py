@@ -20,7 +20,7 @@ def _u64(data: bytes, at: int) -> int:
 
 def ranges_v4(data: bytes, offset: int, base: int) -> List[Tuple[int, int]]:
     """The list at ``offset`` of ``.debug_ranges``; ``base``: the unit's low pc."""
-    found = []
+    found: List[Tuple[int, int]] = []
     at = offset
     for _ in range(MAX_ENTRIES):
         begin, end = _u64(data, at), _u64(data, at + 8)
@@ -38,7 +38,7 @@ def ranges_v5(data: bytes, offset: int, base: int, address: Callable[[int], int]
               ) -> List[Tuple[int, int]]:
     """The list at ``offset`` of ``.debug_rnglists``; ``base``: the unit's low pc;
     ``address(index)``: entry ``index`` of the unit's ``.debug_addr`` table."""
-    found = []
+    found: List[Tuple[int, int]] = []
     at = offset
     for _ in range(MAX_ENTRIES):
         if at >= len(data):

@@ -71,7 +71,7 @@ def section_bytes(path: str, section) -> bytes:
         except OSError:
             pass
     data = section.data()
-    if entry is not None and len(data) == size:
+    if directory and entry is not None and len(data) == size:
         _write_entry(directory, entry, data)
     return data
 
@@ -103,7 +103,7 @@ def keep_inflated(path: str, section, data, length: int) -> None:
     directory = cache_directory() if section.data_size >= MIN_SIZE else None
     entry = _entry(directory, path, section.name, section["sh_offset"]) \
         if directory else None
-    if entry is None or not 0 < length <= section.data_size:
+    if not directory or entry is None or not 0 < length <= section.data_size:
         return
     try:
         if os.path.getsize(entry) >= length:

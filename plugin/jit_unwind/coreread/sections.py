@@ -15,9 +15,14 @@ from __future__ import annotations  # annotations unevaluated: no compile of str
 import mmap
 import struct
 import zlib
-from typing import Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 from ..elf.rawelf import RawElf
+
+if TYPE_CHECKING:
+    from typing import BinaryIO, Set, Union
+
+    Buffer = Union[mmap.mmap, bytearray]  # what _zeroed makes
 
 SHT_NOBITS = 8
 SHF_COMPRESSED = 0x800
@@ -183,8 +188,8 @@ class DebugSections:
         self._headers = RawElf(self._handle, path).sections
         self._bytes: Dict[str, Optional[bytes]] = {}
         # sections read in parts (_part): name -> (buffer, offsets of the units read)
-        self._parts: Dict[str, Tuple[object, set]] = {}
-        self._sources: Dict[str, Optional[Tuple[object, int, int]]] = {}
+        self._parts: Dict[str, Tuple[Buffer, Set[int]]] = {}
+        self._sources: Dict[str, Optional[Tuple[BinaryIO, int, int]]] = {}
         self._inflating: Dict[str, _Inflating] = {}  # compressed, read in parts
         self._pyelftools = None
 
@@ -256,7 +261,7 @@ class DebugSections:
             read.add(offset)
         return data
 
-    def _source(self, name: str) -> Optional[Tuple[object, int, int]]:
+    def _source(self, name: str) -> Optional[Tuple[BinaryIO, int, int]]:
         """(open file, offset, size) of section ``name``'s bytes as the reader uses
         them: in the ELF file, or (compressed) in the inflated copy on disk; None
         when they are not on disk as such."""
@@ -302,7 +307,7 @@ class DebugSections:
         return found
 
     @staticmethod
-    def _fill(handle, base: int, data: bytearray, start: int, end: int) -> None:
+    def _fill(handle, base: int, data: Buffer, start: int, end: int) -> None:
         handle.seek(base + start)
         handle.readinto(memoryview(data)[start:end])
 
@@ -323,7 +328,8 @@ class DebugSections:
             def read(at: int) -> bytes:
                 handle.seek(base + at)
                 return handle.read(4)
-        at, found = 0, []
+        at = 0
+        found: List[int] = []
         while at + 11 <= size and len(found) < limit:
             length = int.from_bytes(read(at), "little")
             if length >= 0xFFFFFFF0:

@@ -31,7 +31,7 @@ class FileSymbols:
         self._path = path
         self._entries: Optional[List[Tuple[int, int, int]]] = None
 
-    def _read_functions(self) -> None:
+    def _read_functions(self) -> List[Tuple[int, int, int]]:
         """The function symbols, read when first asked for (a file's load bias and
         debug file need only its headers)."""
         entries: List[Tuple[int, int, int]] = []
@@ -48,12 +48,13 @@ class FileSymbols:
         entries.sort()
         self._entries = entries
         self._starts = [entry[0] for entry in entries]
+        return entries
 
     @property
     def entries(self) -> List[Tuple[int, int, int]]:
         """(start, end, where the name is in the names), sorted by start."""
         if self._entries is None:
-            self._read_functions()
+            return self._read_functions()
         return self._entries
 
     @property

@@ -5,7 +5,7 @@ from pyelftools."""
 
 import bisect
 import os
-from typing import Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
 
 from ..elf.source_paths import shown_source_path
 from .dies import ADDRX, Skimmer, Unsupported
@@ -52,7 +52,7 @@ class Node(NamedTuple):
     ranges: List[Tuple[int, int]]
     call_file: Optional[int]
     call_line: Optional[int]
-    handle: object  # the walk's own entry (a Skimmer Entry or a pyelftools DIE)
+    handle: Any  # the walk's own entry (a Skimmer Entry or a pyelftools DIE)
 
 
 class _Skimmed:
@@ -61,8 +61,11 @@ class _Skimmed:
     def __init__(self, unit: "Unit", sections: tuple):
         self.unit = unit
         self.skimmer = Skimmer(unit.cu, *sections)
-        self._top = self.skimmer.entry(unit.cu.cu_die_offset, whole_unit=True)
-        kept = self._top.attributes
+        top = self.skimmer.entry(unit.cu.cu_die_offset, whole_unit=True)
+        if top is None:
+            raise Unsupported("a null unit entry")
+        self._top = top
+        kept = top.attributes
         self.skimmer.set_bases(kept)
         unit.comp_dir = self.skimmer.text(kept["DW_AT_comp_dir"]) \
             if "DW_AT_comp_dir" in kept else ""
@@ -75,7 +78,10 @@ class _Skimmed:
         """The name GDB prints for the function entry at ``offset`` (Unit.name)."""
         linkage = plain = None
         for _ in range(MAX_ORIGIN):
-            kept = self.skimmer.entry(offset).attributes
+            entry = self.skimmer.entry(offset)
+            if entry is None:
+                raise Unsupported("a reference to a null entry")
+            kept = entry.attributes
             for key in ("DW_AT_linkage_name", "DW_AT_MIPS_linkage_name"):
                 if key in kept and linkage is None:
                     linkage = self.skimmer.text(kept[key])
@@ -169,6 +175,9 @@ class Unit:
         self._program = None
         self._names: Dict[int, Optional[str]] = {}
         self._files: Dict[int, Optional[SourceFile]] = {}
+        # headers.UnitHeader; pyelftools' CompileUnit when it reads the unit (_Parsed)
+        self.cu: Any
+        self.walk: Union[_Skimmed, _Parsed]
         try:
             info, abbrevs = sections.unit_bytes(offset), sections.prefix("abbrev", 0)
             if info is None or abbrevs is None:
@@ -226,17 +235,16 @@ class Unit:
         if ranges is None:
             return []
         if isinstance(self.walk, _Skimmed):
-            return self._raw_ranges(ranges)
+            return self._raw_ranges(ranges, self.walk.skimmer)
         return self._parsed_ranges(ranges)
 
-    def _raw_ranges(self, offset: int) -> List[Tuple[int, int]]:
+    def _raw_ranges(self, offset: int, skimmer: Skimmer) -> List[Tuple[int, int]]:
         """As pyelftools picks the section: the one the file has, else by version."""
         old, new = self.sections.get("ranges"), self.sections.get("rnglists")
         try:
             if old is not None and (new is None or self.cu.version < 5):
                 return ranges_v4(old, offset, self.base)
             if new is not None:
-                skimmer = self.walk.skimmer
                 return ranges_v5(new, offset, self.base, lambda index: skimmer._indexed(
                     "addr", "DW_AT_addr_base", index, 8))
         except (IndexError, ValueError) as error:
