@@ -209,7 +209,7 @@ def test_cpython_jit_trace_named_outside_bt(lldb, tmp_path):
     """CPython 3.14's JIT (raise_in_hot_loop.py): the trace that calls leaf is named by
     ``frame select``, ``image lookup -a`` and ``disassemble``, live and on the
     debugger's own core (LLDB 19 runs no stop-hook for a core: ``jit-regions`` loads
-    the module there first, as the README says)."""
+    the module there first, as docs/guide.md says)."""
     program = [jit_python("3.14"), SCRIPTS / "raise_in_hot_loop.py"]
     env = {"PYTHON_JIT": "1"}
     first = driver(lldb).launch(program, ["bt"], env=env)
