@@ -73,7 +73,7 @@ def _current_entries(symbols: Sequence[Region], jit: Optional[_SortedRanges],
     key = (len(symbols), tuple((r.start, r.end) for r in jit) if jit is not None else None)
     if _last_filtered[0] is symbols and _last_filtered[1] == key:
         return _last_filtered[2]
-    latest = {}  # start -> the latest entry there
+    latest: dict[int, Region] = {}  # start -> the latest entry there
     for entry in symbols:
         known = latest.get(entry.start)
         if known is None or entry.sequence >= known.sequence:

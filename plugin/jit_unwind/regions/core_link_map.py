@@ -120,7 +120,8 @@ def _link_map(read: Read, elf: _ElfFile, bias: int) -> List[Tuple[int, int]]:
         if words[index] == DT_DEBUG:
             r_debug = words[index + 1]
     first = _words(read, r_debug + 8, 1) if r_debug else None  # r_map, after r_version
-    objects, seen = [], set()
+    objects: List[Tuple[int, int]] = []
+    seen = set()
     link = first[0] if first else 0
     while link and link not in seen and len(objects) < MAX_OBJECTS:
         seen.add(link)
@@ -170,14 +171,14 @@ def mapped_files(read: Read, auxv: Sequence[Tuple[int, int]], sysroot: str = "",
         path = _host_path(_string(read, l_name), sysroot) if l_name and l_addr not in placed \
             else None
         library = _elf(path) if path else None
-        if library is not None:  # not the vDSO (no file), nor the program again
+        if path and library is not None:  # not the vDSO (no file), nor the program again
             entries += _segments(path, library, l_addr)
             placed.add(l_addr)
     base = values.get(AT_BASE)
     if base and base not in placed:  # the dynamic linker, before or without a link_map
         path = _host_path(elf.interp, sysroot)
         interp = _elf(path) if path else None
-        if interp is not None:
+        if path and interp is not None:
             entries += _segments(path, interp, base)
     return sorted(entries)
 

@@ -83,7 +83,7 @@ def describe(truncation: Truncation, places: Sequence[Tuple[int, str, bool]] = (
     ``places`` ((address, what is there, upward), e.g. (a thread's stack pointer, "the
     stack of thread 1", True), (_PyRuntime's address, "_PyRuntime", False)) that lie in
     lost bytes, with the address range lost."""
-    lost = []
+    lost: List[Tuple[CutSegment, str]] = []
     for address, what, upward in places:
         segment = next((s for s in truncation.cut if s.loses(address, upward)), None)
         if segment is not None and len(lost) < _NAMED:

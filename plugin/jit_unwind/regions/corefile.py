@@ -186,15 +186,17 @@ def _last_library(path: str, sysroot: str, executable: Optional[str]) -> Optiona
                             executable)
 
 
-def _read_with_pyelftools(handle):
+def _read_with_pyelftools(handle) -> Tuple[List[Tuple[int, int, str, int]], Optional[int],
+                                           List[Tuple[int, int, int, int]]]:
     """What _read_headers reads, through pyelftools (any ELF class and byte order)."""
     from elftools.elf.elffile import ELFFile  # imported lazily: cores only
+    from elftools.elf.segments import NoteSegment
 
     elf = ELFFile(handle)
     files: List[Tuple[int, int, str, int]] = []  # start, end, path, file offset
     vdso = None
     for segment in elf.iter_segments():
-        if segment["p_type"] != "PT_NOTE":
+        if segment["p_type"] != "PT_NOTE" or not isinstance(segment, NoteSegment):
             continue
         for note in segment.iter_notes():
             if note["n_type"] == "NT_FILE":

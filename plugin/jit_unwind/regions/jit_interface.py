@@ -28,7 +28,7 @@ def read_jit_interface(memory: Memory, descriptor: int) -> List[Region]:
         entry = memory.read_u64(descriptor + 16)
     except MemoryReadError:
         return regions
-    seen = set()
+    seen: set[int] = set()
     while entry and entry not in seen and len(seen) < MAX_ENTRIES:
         seen.add(entry)
         try:
@@ -45,12 +45,14 @@ def _symfile_regions(memory: Memory, address: int, size: int) -> List[Region]:
     if not 0 < size <= MAX_SYMFILE:
         return []
     from elftools.elf.elffile import ELFFile  # ImportError: the caller's to say
+    from elftools.elf.sections import SymbolTableSection
     try:
         elf = ELFFile(io.BytesIO(memory.read(address, size)))
         regions = []
         relocatable = elf["e_type"] == "ET_REL"
         for section in elf.iter_sections():
-            if section["sh_type"] != "SHT_SYMTAB":
+            if section["sh_type"] != "SHT_SYMTAB" or not isinstance(section,
+                                                                    SymbolTableSection):
                 continue
             for symbol in section.iter_symbols():
                 if symbol["st_info"]["type"] == "STT_FUNC" and symbol["st_size"]:

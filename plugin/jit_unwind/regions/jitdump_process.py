@@ -66,7 +66,7 @@ def process_jitdump(process, mappings: Sequence[Mapping], kind: str,
         return ProcessJitdump()
     accept = _current_file(pid, mapped) if kind == "native" else _any
     path, dump = find_jitdump(pid, mapped, cwd, accept)
-    if dump is not None:
+    if path is not None and dump is not None:  # (find_jitdump gives both or neither)
         full = _with_unflushed(process.memory, path, dump, lookup_symbol)
         on_disk = len(dump.loads)
     else:  # a writer that has flushed nothing yet, not even its header

@@ -165,7 +165,7 @@ def _ranges_from_header(header, eh_frame) -> Optional[List[Tuple[int, int]]]:
     # per CIE: how to read its FDEs' address range (an unpacker, its offset in the FDE)
     readers: Dict[int, Tuple] = {}
     header_of = FDE_HEADER.unpack_from
-    ranges = []
+    ranges: List[Tuple[int, int]] = []
     append = ranges.append
     for start, offset in zip(*index):
         length, cie_pointer = header_of(frames, offset)

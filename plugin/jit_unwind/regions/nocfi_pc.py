@@ -79,7 +79,7 @@ class FileCode:
         """False when another CFI (.debug_frame, here or in the separate debug file) may
         cover what no FDE of .eh_frame does (UNKNOWN then).  Found at the first pc no
         FDE covers: most files' pcs never ask (the build id is a read of the file)."""
-        if self._complete is None:
+        if self._complete is None and self._headers is not None:  # (_read sets both)
             elf, self._headers = self._headers, None
             debug = by_build_id(elf)
             self._complete = ".debug_frame" not in elf.sections and not (
@@ -321,8 +321,8 @@ def _only_padding(handle, offset: int, size: int) -> Optional[bool]:
     if len(data) != min(size, PADDING_PROBE):
         return None
     if size > len(data):
-        match = PADDING.match(data)
-        if match.end() < len(data) - 16:  # longer than any nop: it stopped there
+        match = PADDING.match(data)  # (the pattern matches no bytes too: never None)
+        if match is None or match.end() < len(data) - 16:  # longer than any nop: stopped there
             return False
         data += handle.read(size - len(data))
         if len(data) != size:
@@ -381,7 +381,7 @@ def function_at(path: str, file_address: int):
             return None
         # the symbols of that start and end: the greatest name, as a sorted list has last
         start, end, _ = functions[index]
-        names = []
+        names: List[str] = []
         while index >= 0 and functions[index][:2] == (start, end) and len(names) < 64:
             names.append(code.name(number, functions[index][2]))
             index -= 1

@@ -19,7 +19,7 @@ def perf_map_path(pid: int) -> str:
 
 
 def parse_perf_map(text: str) -> List[Region]:
-    entries = []
+    entries: List[Region] = []
     for line in text.splitlines():
         fields = line.split(None, 2)
         if len(fields) < 3:
