@@ -1,10 +1,11 @@
 """The records the core passes around, in one place: where code is (``Mapping``,
 ``Region``), how a frame was unwound (``Unwound``), a native frame (``NativeFrame``),
 the Python side (``PyFrame``, ``PyThread``, ``PyInterpreter``), and a thread's mixed
-stack (``MixedFrame``, ``MixedThread``, ``Merged``).  Their kinds, sources and methods
-are enums whose values are the strings users see (``info jit-regions``, ``[via ...]``,
-JSON).  Nothing here reads memory or knows a debugger: records can be kept, compared
-and printed."""
+stack (``MixedFrame``, ``MixedThread``, ``Merged``); what the native step found for a
+frame (``Caller``, ``Ending``) and the limits every walk shares (``MAX_FRAMES``).
+Their kinds, sources and methods are enums whose values are the strings users see
+(``info jit-regions``, ``[via ...]``, JSON).  Nothing here reads memory or knows a
+debugger: records can be kept, compared and printed."""
 
 from __future__ import annotations  # annotations unevaluated: less work at load
 
@@ -17,7 +18,8 @@ class Text(str, Enum):
     """An enum whose members are their strings, in comparisons, f-strings and JSON."""
 
     __str__ = str.__str__
-    __format__ = str.__format__
+    # str's own, as __str__ (mypy takes the class attribute for an unbound callable).
+    __format__ = str.__format__  # type: ignore[assignment]
 
 
 class RegionSource(Text):
@@ -154,6 +156,50 @@ class Unwound:
     @property
     def ends_walk(self) -> bool:
         return self.caller_pc is None
+
+
+# Every walk's limits and its end, declared once: a thread's native frames (each
+# reader's walk) and its Python frames (cpython/runtime.py).
+MAX_FRAMES = 100_000
+OUTERMOST_FUNCTIONS = frozenset(("main",))  # GDB's "backtrace past-main off"
+
+
+def ends_backtrace(function_name: Optional[str]) -> bool:
+    """A backtrace ends at ``main``, as GDB's ``backtrace past-main off`` ends it: every
+    walk asks here, so that every reader gives the same stack."""
+    return function_name in OUTERMOST_FUNCTIONS
+
+
+class Ending(Enum):
+    """Why the native step found no caller for a frame (``Caller.ending``)."""
+
+    OUTERMOST = "outermost"  # a natural end: main, CFI's, a zero pc, our unwinder's own end
+    NO_REGISTERS = "no-registers"  # the frame's pc or sp is not known
+    INNER = "inner"  # the caller found is not above the frame (a corrupt stack)
+    NO_RULE = "no-rule"  # no CFI, no exact rule, and the function keeps no frame pointer
+    NO_FRAME_POINTER = "no-frame-pointer"  # the function keeps one, but it is not known
+    UNREADABLE_RECORD = "unreadable-record"  # the frame record cannot be read
+
+
+class Caller:
+    """What the native step found for one frame: its caller's ``registers`` (pc, sp and
+    those known), else why not (``ending``); ``unwound``: what our strategies said, for
+    a frame whose code they own (JIT code, code without CFI).  ``address``: the frame
+    record an UNREADABLE_RECORD ending could not read.  (A plain class: made per frame.)"""
+
+    __slots__ = ("registers", "ending", "unwound", "address")
+
+    def __init__(self, registers: Optional[Dict[str, int]] = None,
+                 ending: Optional[Ending] = None, unwound: Optional[Unwound] = None,
+                 address: Optional[int] = None):
+        self.registers = registers
+        self.ending = ending
+        self.unwound = unwound
+        self.address = address
+
+    def __repr__(self) -> str:
+        return (f"Caller(registers={self.registers!r}, ending={self.ending}, "
+                f"unwound={self.unwound!r})")
 
 
 class FrameKind(Text):

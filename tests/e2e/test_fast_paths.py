@@ -43,7 +43,7 @@ def test_jit_frames_found_after_steps_and_a_continue(gdb):
 
 # What the first bt through JIT code imports (gdb/state.py): at the stop instead.
 WALK_IMPORTED = ('python import sys; print("walk imported:", '
-                 '"jit_unwind.unwind.frame_unwind" in sys.modules, '
+                 '"jit_unwind.unwind.native_step" in sys.modules, '
                  '"jit_unwind.stack.bt_walk" in sys.modules, '
                  '"jit_unwind.unwind.cfi" in sys.modules)')
 

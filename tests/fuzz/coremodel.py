@@ -20,10 +20,11 @@ from jit_unwind.coreread import frames as _frames
 from jit_unwind.coreread import image as _image
 from jit_unwind.coreread import memory as _memory
 from jit_unwind.coreread import process as _process
+from jit_unwind import model as _model
 
 CoreImage = _image.CoreImage
 USER_REGS, PR_REG, PR_PID = _image.USER_REGS, _image.PR_REG, _image.PR_PID
-MAX_NATIVE_FRAMES = _frames.MAX_NATIVE_FRAMES
+MAX_NATIVE_FRAMES = _model.MAX_FRAMES  # every walk's limit
 CoreFrame, CoreThread = _frames.CoreFrame, _frames.CoreThread
 
 

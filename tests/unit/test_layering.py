@@ -119,21 +119,21 @@ def test_adapters_keep_no_walk_policy():
 def test_adapters_import_nothing_from_unwind():
     """Unwinding policy (which strategy, .eh_frame, x86-64 decoding, what follows a
     call, the caller's registers) is the core's: the adapters call the core's walk
-    (``thread_walk``) and the core's answer for one frame (``frame_unwind``), never the
+    (``thread_walk``) and the core's answer for one frame (``native_step``), never the
     ``unwind`` package's strategies themselves."""
     offenders = []
     for adapter in ADAPTERS:
         for path in (PACKAGE / adapter).rglob("*.py"):
             offenders += [f"{path}: {name}" for name in _package_imports(path)
                           if name.split(".")[0] == "unwind"
-                          and name not in ("unwind.frame_unwind", "unwind")]
+                          and name not in ("unwind.native_step", "unwind")]
     assert not offenders
     assert list((PACKAGE / "gdb").glob("unwinder.py"))
 
 
 # The rules GDB's bt and symbol file follow, which the core owns: where a walk ends and
 # what its last frame says (bt_walk), which frames get a label (frame_label), which
-# unwind a frame gets (frame_unwind), when a stop plans a symbol file (SymbolFiles).
+# unwind a frame gets (native_step), when a stop plans a symbol file (SymbolFiles).
 GDB_CORE_RULES = {"walk_stopped", "remember_stop", "ended_by_unwinder", "may_have_label",
                   "bt_label", "function_at", "function_in", "unwind_jit_code", "unwind_nocfi_code",
                   "needs_decorating", "stack_runs_jit_code"}

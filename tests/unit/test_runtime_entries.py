@@ -18,7 +18,7 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 from jit_unwind.debugger import Process, Symbol
-from jit_unwind.unwind.frame_unwind import unwind_nocfi_code
+from jit_unwind.unwind.native_step import unwind_nocfi_code
 from jit_unwind.model import UnwindMethod
 from jit_unwind.regions import Mapping, RegionMap
 from jit_unwind.regions.nocfi_pc import function_in

@@ -370,7 +370,7 @@ ON_DEMAND = ("jit_unwind.unwind.jitdump_cfi", "jit_unwind.unwind.cfi",
 
 WALK_WITHOUT_JITDUMP = """
 import sys
-from jit_unwind.unwind import frame_unwind
+from jit_unwind.unwind import native_step
 from tests.unit.test_strategies import (CALL_RAX, JIT, SP, STACK, Layout,
                                          native_return_address)
 layout = Layout()
@@ -383,7 +383,7 @@ layout.word(rbp + 8, ret)
 scanned = layout.put_jit(0x80, bytes.fromhex("0000") + CALL_RAX)
 layout.word(SP - 0x80, pc)
 ctx = layout.context(pc, SP, {})
-results = [frame_unwind.unwind_jit_code(at, sp, ctx.memory, ctx.regions, registers.get,
+results = [native_step.unwind_jit_code(at, sp, ctx.memory, ctx.regions, registers.get,
                                         False, None, False, lambda: None)
            for at, sp, registers in ((pc, SP, {"rbp": rbp}),
                                      (scanned, SP - 0x88, {"rbp": 0x1234}))]

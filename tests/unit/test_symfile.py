@@ -136,7 +136,7 @@ def test_only_the_understood_prologue_is_covered(tmp_path):
     assert size == 4  # push rbp; mov rbp, rsp; not the ud2
 
 
-def test_eh_frame_unwinds_like_the_prologue_decoder(tmp_path):
+def test_eh_native_steps_like_the_prologue_decoder(tmp_path):
     """unwind/cfi.py (LLDB's CFI evaluator) on the file: the toy entry trampoline's
     caller and registers, at the return address of its call."""
     data, symbols = _code(("toy::trampoline", TOY_TRAMPOLINE))

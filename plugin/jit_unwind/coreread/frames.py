@@ -1,12 +1,11 @@
 """A core's threads and frames as GDB with jit-unwind shows them, without GDB.
 
-Frame 0's registers come from NT_PRSTATUS.  A frame in JIT code is unwound by the core's
-strategies (``frame_unwind.unwind_jit_code``, as the GDB unwinder calls them, recording
-into the stop cache), code in a mapped file that no CFI covers by the core's no-CFI
-rules as the GDB unwinder does; other code by its file's ``.eh_frame``
-(``eh_frame.py``), else by the frame-pointer rule.  Like GDB, a caller whose sp is
-not above its callee's ends the walk ("previous frame inner to this frame"), and the walk
-stops after ``main``.
+Frame 0's registers come from NT_PRSTATUS.  Each frame's caller is the core's one
+native step (``unwind/native_step.native_caller``, which every reader takes): our
+strategies for JIT code and code without CFI (as the GDB unwinder calls them, recording
+into the stop cache), else the file's ``.eh_frame``, else the frame-pointer rule.  Like
+GDB, a caller whose sp is not above its callee's ends the walk ("previous frame inner
+to this frame"), and the walk stops after ``main``.
 Where DWARF says functions are inlined at a pc, each is a frame of its own with the
 same registers (GDB's inline frames), named and placed by DWARF."""
 
@@ -15,10 +14,18 @@ from __future__ import annotations  # annotations unevaluated: no compile of str
 from typing import Dict, List, Optional
 
 from .. import debugger
+from ..model import MAX_FRAMES, Ending
 from .dwarf import SourceFrame
 
-OUTERMOST_FUNCTIONS = ("main",)  # GDB's "backtrace past-main off"
-MAX_NATIVE_FRAMES = 5000  # GDB's "backtrace limit" is unlimited; ours is not
+# Why a walk ends, in GDB's words ("Backtrace stopped: ..."): the documents are GDB's.
+GDB_REASONS = {
+    Ending.NO_REGISTERS: "not enough registers or memory available to unwind further",
+    Ending.INNER: "previous frame inner to this frame (corrupt stack?)",
+    Ending.NO_RULE: "cannot unwind this frame: no call frame information and no frame "
+                    "pointer",
+}
+GDB_REASONS[Ending.NO_FRAME_POINTER] = GDB_REASONS[Ending.NO_RULE]
+GDB_REASONS[Ending.UNREADABLE_RECORD] = GDB_REASONS[Ending.NO_RULE]
 
 
 class Unwinding:
@@ -65,126 +72,26 @@ class PhysicalFrame:
         found = self.thread.process.symbols.function(self.lookup())
         return found[1] if found else None
 
-    def _unwind(self) -> Unwinding:
-        process = self.thread.process
-        pc, sp = self.registers.get(self.arch.pc), self.registers.get(self.arch.sp)
-        if pc is None or sp is None:
-            return Unwinding(reason="not enough registers or memory available to unwind "
-                                    "further")
-        if self.level + max(len(self.sources), 1) >= MAX_NATIVE_FRAMES:
-            return Unwinding(reason=f"backtrace limit ({MAX_NATIVE_FRAMES}) exceeded")
-        cache = process.cache
-        lookup = self.lookup()
-        regions = cache.regions()
-        registered = False
-        if regions.jit_region_at(lookup) is not None:
-            named = cache.named_regions()
-            registered = named.is_registered(lookup)
-            if not registered and not process.plain:
-                return self._unwind_jit(pc, sp, named)
-            if registered and not process.plain and named.is_trace(lookup):
-                # What the GDB unwinder does before GDB's rules for a registered trace.
-                traced = self._unwind_jit(pc, sp, named, registered=True)
-                if traced is not None:
-                    return traced
-        elif not process.plain:
-            nocfi = self._unwind_nocfi(pc, sp, lookup)
-            if nocfi is not None:
-                return nocfi
+    def _outer_name(self, _lookup: int) -> Optional[str]:
+        """The name the outermost rule tests: the outermost function DWARF has at the
+        pc (``main`` may be inlined into nothing but itself), else the symbol's."""
         outer = self.sources[-1].name if self.sources else None
-        if (outer or self.symbol_name()) in OUTERMOST_FUNCTIONS:
+        return outer or self.symbol_name()
+
+    def _unwind(self) -> Unwinding:
+        if self.level + max(len(self.sources), 1) >= MAX_FRAMES:
+            return Unwinding(reason=f"backtrace limit ({MAX_FRAMES}) exceeded")
+        process = self.thread.process
+        from ..unwind.native_step import native_caller  # the strategies, once a walk runs
+        caller = native_caller(process.cache, self.registers.get(self.arch.pc),
+                               self.registers.get(self.arch.sp), self.registers,
+                               self.index == 0, self._outer_name, plain=process.plain,
+                               file_address=process.symbols.file_address)
+        if caller.registers is not None:
+            return Unwinding(registers=caller.registers)
+        if caller.ending is Ending.OUTERMOST:
             return Unwinding(outermost=True)
-        caller = None
-        located = process.symbols.file_address(lookup)
-        if located is not None:
-            from ..unwind.cfi import unwind_with_cfi  # here: --python-only walks nothing
-            caller = unwind_with_cfi(process.memory, located[0], located[1], self.registers,
-                                     self.arch)
-            if caller == {}:
-                return Unwinding(outermost=True)
-        if caller is None and registered:
-            # Code registered through GDB's JIT interface: the registered file's CFI,
-            # CPython 3.15's steady-state rule at every pc (CFA = frame pointer + 16).
-            caller = self._frame_pointer_rule()
-        if caller is None:
-            caller = self._frame_pointer(lookup)
-        if caller is None:
-            return Unwinding(reason="cannot unwind this frame: no call frame information "
-                                    "and no frame pointer")
-        return self._checked(caller, sp)
-
-    def _frame_pointer(self, lookup: int) -> Optional[Dict[str, int]]:
-        process = self.thread.process
-        found = process.symbols.function(lookup)
-        if self.arch.frame_pointer_setup_at(process.memory, found[0] if found else None) \
-                is None:
-            return None
-        return self._frame_pointer_rule()
-
-    def _frame_pointer_rule(self) -> Optional[Dict[str, int]]:
-        memory = self.thread.process.memory
-        arch = self.arch
-        fp = self.registers.get(arch.fp)
-        if fp is None:
-            return None
-        caller_pc = memory.try_read_u64(fp + 8)
-        saved = memory.try_read_u64(fp)
-        if caller_pc is None or saved is None:
-            return None
-        return {arch.pc: arch.code_address(caller_pc), arch.sp: fp + 16, arch.fp: saved}
-
-    def _unwind_nocfi(self, pc: int, sp: int, lookup: int) -> Optional[Unwinding]:
-        """Code without CFI in a mapped file (a JavaScript engine's builtins): the GDB
-        unwinder's rules for it; None where it leaves the frame to the debugger's."""
-        cache = self.thread.process.cache
-        code = cache.regions().code_at(lookup)
-        if code is None:
-            return None
-        from ..regions.nocfi import SOURCE as NOCFI
-        if code.source != NOCFI:
-            return None
-        from ..unwind.frame_unwind import unwind_code  # here: the strategies' imports, ~5 ms
-        result = unwind_code(cache, code, pc, sp, self.registers.get, self.index == 0,
-                             lambda: None, self.arch)
-        return None if result is None else self._caller(result, sp, in_trace=False)
-
-    def _unwind_jit(self, pc: int, sp: int, regions, registered: bool = False
-                    ) -> Optional[Unwinding]:
-        """The GDB unwinder's calls; for a ``registered`` trace, None where it leaves
-        the frame to GDB's rules."""
-        from ..unwind.frame_unwind import unwind_jit_code  # the strategies, once JIT code is met
-        process = self.thread.process
-        innermost = self.index == 0
-        # No stale interpreter frames are known without DWARF's eval-loop variables.
-        result = unwind_jit_code(pc, sp, process.memory, regions, self.registers.get,
-                                 innermost, process.function_start, registered,
-                                 lambda: None, self.arch)
-        if result is None:
-            return None
-        process.cache.record(pc, sp, result)
-        return self._caller(result, sp, regions.is_trace(pc if innermost else pc - 1))
-
-    def _caller(self, result, sp: int, in_trace: bool) -> Unwinding:
-        if result.ends_walk:
-            return Unwinding(outermost=True)  # the core says why (ended_by_unwinder)
-        arch = self.arch
-        caller = {} if in_trace else {
-            k: v for k, v in self.registers.items() if k in arch.callee_saved}
-        caller.update(result.saved)
-        caller[arch.pc], caller[arch.sp] = result.caller_pc, result.caller_sp
-        return self._checked(caller, sp)
-
-    def _checked(self, caller: Dict[str, int], sp: int) -> Unwinding:
-        arch = self.arch
-        if caller.get(arch.pc, 0) == 0:
-            return Unwinding(outermost=True)  # GDB: a zero pc ends the walk
-        caller_sp = caller[arch.sp]
-        # A leaf the stop interrupted (aarch64: its return address still in the link
-        # register) may share its caller's sp.
-        leaf = self.index == 0 and arch.link_register is not None and caller_sp == sp
-        if caller_sp <= sp and not leaf:
-            return Unwinding(reason="previous frame inner to this frame (corrupt stack?)")
-        return Unwinding(registers=caller)
+        return Unwinding(reason=GDB_REASONS[caller.ending])
 
 
 class CoreFrame(debugger.Frame):

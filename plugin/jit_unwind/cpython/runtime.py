@@ -26,7 +26,7 @@ from .debug_offsets import COOKIE, layout_from_debug_offsets
 from .errors import LayoutError, ObjectError, RuntimeNotFoundError, UnsupportedVersionError
 from .layout import (ENTRY_SHIM_OWNER, FIRST_SHIM_OWNER, OWNER_NAMES, Layout,
                      check_supported, static_layout)
-from ..model import PyFrame, PyInterpreter, PyThread
+from ..model import MAX_FRAMES, PyFrame, PyInterpreter, PyThread
 from .objects import StructReader, read_struct
 from .version import PyVersion, VersionLike, as_version
 
@@ -37,7 +37,6 @@ __all__ = ["SymbolLookup", "RawFrame", "CPythonRuntime", "find_runtime",
 # ``Py_Version``) or None.  Adapters build it from the debugger's symbol tables.
 SymbolLookup = Callable[[str], Optional[int]]
 
-MAX_FRAMES = 100_000
 MAX_THREADS = 10_000
 MAX_INTERPRETERS = 1_000
 
@@ -202,7 +201,7 @@ class CPythonRuntime:
         layout = self.layout
         return RawFrame(address, values[0], values[1] & ~layout.executable_tag_mask,
                         values[2], values[3],
-                        values[4] if layout.frame_is_entry is not None else None,
+                        bool(values[4]) if layout.frame_is_entry is not None else None,
                         values[-1] if layout.frame_tlbc_index is not None else 0)
 
     def raw_frames(self, first: int) -> Tuple[List[RawFrame], str]:
@@ -294,6 +293,7 @@ class CPythonRuntime:
         gil = self.layout.gil
         if gil is None:
             return None
+        base: Optional[int]
         if gil.base == "runtime":
             base = self.address + gil.offset
         else:

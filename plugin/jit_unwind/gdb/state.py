@@ -15,9 +15,9 @@ def _import_the_walk() -> None:
     13, bench/jit_runtimes.py).  A session without JIT code never imports them."""
     try:
         from ..stack import bt_walk, decoration_gate  # noqa: F401
-        from ..unwind import frame_unwind
-        frame_unwind.load_cfi_reader()
-    except Exception as error:  # the first bt imports them again
+        from ..unwind import native_step
+        native_step.load_cfi_reader()
+    except ImportError as error:  # a broken install: the first bt imports them again
         from .log import debug_log
         debug_log(f"the walk's modules not imported at the stop: {error!r}")
 

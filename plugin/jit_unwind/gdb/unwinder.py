@@ -1,4 +1,4 @@
-"""The GDB unwinder: hands JIT frames to the core (``frame_unwind``), nothing else.
+"""The GDB unwinder: hands JIT frames to the core (``native_step``), nothing else.
 
 Its fast path matters more than anything here: GDB asks every Python unwinder about
 every frame, so for a pc outside JIT code we return None after one register read and a
@@ -9,6 +9,7 @@ import gdb
 from gdb.unwinder import Unwinder
 
 from ..arch import by_debugger_name
+from ..target import JitUnwindError
 from ..regions.nocfi import SOURCE as NOCFI
 from .log import debug_log
 from .state import STATE
@@ -18,11 +19,11 @@ _CORE = []
 
 
 def _core():
-    """The core's frame_unwind module, imported once JIT code is met (not at load: it
+    """The core's native_step module, imported once JIT code is met (not at load: it
     loads every strategy; state.py imports it at the stop that first finds JIT code)."""
     if not _CORE:
-        from ..unwind import frame_unwind
-        _CORE.append(frame_unwind)
+        from ..unwind import native_step
+        _CORE.append(native_step)
     return _CORE[0]
 
 
@@ -62,7 +63,9 @@ def _stale_frames():
         if thread is None:
             return None
         return _core().stale_frames(STATE, thread)
-    except Exception as error:  # the shim's own unwind stands without this refinement
+    # The shim's own unwind stands without this refinement: the runtime's memory cannot
+    # be read (JitUnwindError), or GDB's thread is gone (gdb.error, RuntimeError).
+    except (JitUnwindError, gdb.error, RuntimeError) as error:
         debug_log(f"stale frames not known: {error!r}")
         return None
 
@@ -127,8 +130,12 @@ class JitUnwinder(Unwinder):
         read = {}  # name -> (gdb.Value, int) of the registers the strategies read
 
         def read_register(name):
-            value = pending_frame.read_register(name)
-            number = int(value)
+            try:
+                value = pending_frame.read_register(name)
+                number = int(value)
+            # gdb.error: "value is not available"; ValueError: a register GDB does not know
+            except (gdb.error, ValueError):
+                return None
             read[name] = (value, number)
             return number
 

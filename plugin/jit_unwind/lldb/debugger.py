@@ -24,7 +24,7 @@ from ..debugger import DebuggerError, Frame, Process, Symbol, Thread
 from ..regions import Mapping
 from ..regions.minidump import minidump_maps
 from ..stop.cache import StopCache
-from ..stack.frames import MAX_FRAMES, ends_backtrace
+from ..model import MAX_FRAMES, ends_backtrace
 from ..stack.thread_walk import Step, ThreadWalk
 from ..stack.walk_frames import WalkFrame, thread_steps, walk_frames
 from .memory import LldbMemory

@@ -22,7 +22,7 @@ from . import frame_format
 from ..regions.core_notes import missing_executable
 from ..stack.decoration_gate import needs_decorating, walk_kept_inputs
 from ..stack.frame_label import names_registered_frame
-from ..stack.frames import MAX_FRAMES
+from ..model import MAX_FRAMES
 from ..stack.walk_frames import (BY_PC, INPUT, NAMED, PASSTHROUGH, provider_walk_key, python_below,
                                  shown_frames)
 from .debugger import build_frames, return_address_frames, symbolised_alike, walk_thread

@@ -1,7 +1,7 @@
 """Native frames from a debugger's frames (``debugger.Frame``): which kind of code each
 runs, its name, what our unwinder said about it, and one thread's walk.
 
-Everything here reads the per-stop cache (``session.StopCache``) the unwinder filled, so
+Everything here reads the per-stop cache (``stop.cache.StopCache``) the unwinder filled, so
 ``bt`` and ``py-mixed-bt`` name and mark frames the same way."""
 
 from __future__ import annotations
@@ -9,19 +9,10 @@ from __future__ import annotations
 from typing import List, Optional, Tuple
 
 from ..debugger import DebuggerError, Frame, Thread
-from ..model import EVAL, EVAL_FUNCTION, JIT, OTHER, NativeFrame, Unwound
+from ..model import EVAL, EVAL_FUNCTION, JIT, MAX_FRAMES, OTHER, NativeFrame, Unwound
 from .naming import jit_frame_name
 from ..regions.nocfi_pc import function_in
 from ..stop.cache import StopCache
-
-MAX_FRAMES = 100_000
-
-
-def ends_backtrace(function_name: Optional[str]) -> bool:
-    """A backtrace ends at ``main``, as GDB's ``backtrace past-main off`` ends it: every
-    walk asks here, so that both debuggers give the same stack."""
-    return function_name == "main"
-
 
 def unwound_by_us(frame: Frame, pc: int, cache: StopCache) -> Optional[Unwound]:
     """What our unwinder found for ``frame``; sp is read only when it saw the pc."""

@@ -20,21 +20,15 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..arch import Architecture
 from ..debugger import DebuggerError, Frame
-from ..model import Region, Unwound
+from ..model import MAX_FRAMES, Caller, Ending, Region, ends_backtrace
 from ..regions.nocfi import SOURCE as NOCFI
 from ..regions.nocfi_pc import function_in
 from ..records import field, record
 from ..stop.cache import StopCache
-from .frames import MAX_FRAMES, ends_backtrace
-from ..unwind import UnwindContext, unwind_jit_frame, unwind_nocfi_frame, unwind_registered_trace
-from ..unwind.cfi import unwind_with_cfi
 from ..unwind.context import follows_call
-
-# Where a frame-pointer caller's saved rbp may lie above the callee's sp.
-MAX_FRAME_SIZE = 16 << 20
+from ..unwind.native_step import native_caller
 
 Registers = Dict[str, int]
-Caller = Tuple[int, int, Registers]  # the caller's pc, sp and registers
 
 
 @record
@@ -78,10 +72,6 @@ def _input_pc(frame: Frame) -> Optional[int]:
         return frame.pc()
     except DebuggerError:
         return None
-
-
-def _callee_saved(registers: Registers, arch: Architecture) -> Registers:
-    return {k: v for k, v in registers.items() if k in arch.callee_saved}
 
 
 def _no_log(_message) -> None:
@@ -175,14 +165,15 @@ class ThreadWalk:
                 and not frame.is_artificial())
 
     def resume_with_cfi(self, index: int) -> None:
-        """Go on from the caller of input frame ``index`` as its .eh_frame gives it."""
+        """Go on from the caller of input frame ``index`` as the native step finds it
+        (its .eh_frame, where the debugger's unwinder went wrong)."""
         arch = self.arch
         registers = frame_registers(self.inputs[index], arch)
         pc, sp = registers.get(arch.pc), registers.get(arch.sp)
         if pc is None or sp is None:
             return
-        caller = self.cfi_step(pc, registers)
-        if caller and caller[arch.sp] > sp and caller[arch.pc] >= 16:
+        caller = self.caller_of(pc, sp, registers, False).registers
+        if caller is not None and caller[arch.pc] >= 16:
             self.walk_from(caller[arch.pc], caller[arch.sp], caller, False, index + 1)
 
     def after_input(self, index: int) -> None:
@@ -220,24 +211,52 @@ class ThreadWalk:
                   next_input: int) -> Optional[int]:
         """Walk from a frame at ``pc``/``sp``; return the input frame index to resume
         at, or None when the walk ended here."""
+        arch = self.arch
         while len(self.out) < MAX_FRAMES:
             match = self.by_pc_sp.get((pc, sp))
             if match is not None and match >= next_input and not innermost:
                 if not self.is_jit(pc, False) and not self.in_unknown_copy(pc - 1):
                     return match  # the debugger's frame: its registers are its own
-            if self.is_jit(pc, innermost):
-                step = self.jit_step(pc, sp, registers, innermost)
-            else:
+            jit = self.is_jit(pc, innermost)
+            if not jit:
                 rejoin = self.rejoin_main(pc, next_input)
                 if rejoin is not None:
                     return rejoin
-                step = self.native_step(pc, sp, registers)
-            if step is None:
+            unreadable = jit and self.memory.try_read(pc if innermost else pc - 1, 1) is None
+            self.out.append(Step(pc=pc, sp=sp, jit=jit, registers=dict(registers),
+                                 unreadable=unreadable))
+            caller = self.caller_of(pc, sp, registers, innermost)
+            if jit:
+                self.log_jit_frame(pc, sp, caller)
+            if caller.registers is None:
+                if caller.ending is not Ending.OUTERMOST:
+                    self.stop(pc, sp, self.reason(caller, pc))
                 return None
-            pc, sp, registers = step
+            registers = caller.registers
+            pc, sp = registers[arch.pc], registers[arch.sp]
             innermost = False
         self.out.append(Step(note=f"more than {MAX_FRAMES} frames"))
         return None
+
+    def log_jit_frame(self, pc: int, sp: int, caller: Caller) -> None:
+        level = len(self.out) - 1
+        self.log(lambda: f"frame #{level} pc={pc:#x} sp={sp:#x}: {caller.unwound}")
+
+    def caller_of(self, pc: int, sp: int, registers: Registers, innermost: bool) -> Caller:
+        """The core's one native step for the frame at ``pc``/``sp``."""
+        return native_caller(self.cache, pc, sp, registers, innermost, self.function_name)
+
+    def reason(self, caller: Caller, pc: int) -> str:
+        """Why the walk ends after the frame at ``pc``, as the last frame says it."""
+        name = self.function_name(pc - 1) or hex(pc)
+        if caller.ending is Ending.INNER:
+            return "previous frame inner to this frame (corrupt stack?)"
+        if caller.ending is Ending.NO_FRAME_POINTER:
+            return f"no frame pointer known for {name}"
+        if caller.ending is Ending.UNREADABLE_RECORD:
+            return f"cannot read the frame of {name} at {caller.address:#x}"
+        return (f"{name} keeps no frame pointer and {self.process.debugger_name} cannot "
+                f"unwind it from registers found through JIT code")
 
     def rejoin_main(self, pc: int, next_input: int) -> Optional[int]:
         """The input frame of ``main`` at ``pc`` when the debugger has one: a program has
@@ -251,69 +270,11 @@ class ThreadWalk:
                 return index
         return None
 
-    def jit_step(self, pc: int, sp: int, registers: Registers,
-                 innermost: bool) -> Optional[Caller]:
-        ctx = UnwindContext(pc, sp, self.memory, self.cache.named_regions(), registers.get,
-                            innermost, self.function_start, arch=self.arch)
-        try:
-            result = None
-            if self.cache.named_regions().is_registered(ctx.lookup_pc):
-                # The rules the debugger's JIT loader read skip the trace's entry
-                # function.
-                result = unwind_registered_trace(ctx)
-            if result is None:
-                result = unwind_jit_frame(ctx)
-        except Exception as error:  # never a traceback in a backtrace
-            result = Unwound("none", stop_reason=f"internal error: {error!r}")
-        self.cache.record(pc, sp, result)
-        self.log(lambda: f"frame #{len(self.out)} pc={pc:#x} sp={sp:#x}: {result}")
-        unreadable = self.memory.try_read(pc if innermost else pc - 1, 1) is None
-        self.out.append(Step(pc=pc, sp=sp, jit=True, registers=dict(registers),
-                             unreadable=unreadable))
-        if result.ends_walk:
-            return None
-        caller = {} if ctx.in_trace() else _callee_saved(registers, self.arch)
-        caller.update(result.saved)
-        caller[self.arch.pc], caller[self.arch.sp] = result.caller_pc, result.caller_sp
-        return result.caller_pc, result.caller_sp, caller
-
     def stop(self, pc: int, sp: int, reason: str) -> None:
         """The walk ends after the native frame at ``pc``/``sp``, for ``reason``: kept in
         the cache as GDB's own reasons are, for py-mixed-bt."""
         self.cache.debugger_stops[(pc, sp)] = reason
         self.out.append(Step(note=reason))
-
-    def cfi_step(self, pc: int, registers: Registers) -> Optional[Registers]:
-        """The caller's registers from the .eh_frame of the file holding ``pc - 1``."""
-        where = self.process.file_address(pc - 1)
-        if where is None:
-            return None
-        path, file_pc = where
-        try:
-            return unwind_with_cfi(self.memory, path, file_pc, registers, self.arch)
-        except Exception:
-            return None
-
-    def nocfi_step(self, pc: int, sp: int, registers: Registers) -> Optional[Registers]:
-        """The caller's registers of a native frame without usable CFI (hand-written
-        assembly, code built without unwind tables) by the core's exact strategies for
-        such code: its prologue decoded from its symbol's start; None when they cannot
-        tell."""
-        function = self.nocfi_function(pc - 1)
-        if function is None or not function.start < pc <= function.end:
-            return None
-        ctx = UnwindContext(pc, sp, self.memory, self.regions, registers.get, False,
-                            self.function_start, function, arch=self.arch)
-        try:
-            result = unwind_nocfi_frame(ctx)
-        except Exception:  # never a traceback in a backtrace
-            return None
-        if result is None:
-            return None
-        caller = _callee_saved(registers, self.arch)
-        caller.update(result.saved)
-        caller[self.arch.pc], caller[self.arch.sp] = result.caller_pc, result.caller_sp
-        return caller
 
     def in_unknown_copy(self, address: int) -> bool:
         """True for code without CFI the debugger has no symbol for but a mapped file
@@ -338,47 +299,3 @@ class ThreadWalk:
             return function_in(region, address) if region is not None else None
         except Exception:  # an unreadable file: the walk goes on without its names
             return None
-
-    def native_step(self, pc: int, sp: int, registers: Registers) -> Optional[Caller]:
-        """A native frame the debugger did not give us: keep it, go on by its .eh_frame,
-        else its frame pointer."""
-        self.out.append(Step(pc=pc, sp=sp, registers=dict(registers)))
-        name = self.function_name(pc - 1)
-        if ends_backtrace(name):
-            return None
-        caller = self.cfi_step(pc, registers)
-        if caller == {}:  # the outermost frame (_start, a thread's start routine)
-            return None
-        pc_name, sp_name = self.arch.pc, self.arch.sp
-        if caller is not None:
-            if caller[sp_name] <= sp or caller[pc_name] < 16:
-                self.stop(pc, sp, f"the call frame information of {name or hex(pc)} gives "
-                                  f"a caller at {caller[sp_name]:#x}, not above its sp {sp:#x}")
-                return None
-            return caller[pc_name], caller[sp_name], caller
-        caller = self.nocfi_step(pc, sp, registers)
-        if caller is not None:
-            return caller[pc_name], caller[sp_name], caller
-        return self.frame_pointer_step(pc, sp, registers, name)
-
-    def frame_pointer_step(self, pc: int, sp: int, registers: Registers,
-                           name: str) -> Optional[Caller]:
-        """The caller of a native frame whose function keeps a frame pointer."""
-        arch = self.arch
-        start = self.function_start(pc - 1)
-        rbp = registers.get(arch.fp)
-        if arch.frame_pointer_setup_at(self.memory, start) is None:
-            self.stop(pc, sp, f"{name or hex(pc)} keeps no frame pointer and "
-                              f"{self.process.debugger_name} cannot unwind it from "
-                              f"registers found through JIT code")
-            return None
-        if rbp is None or rbp % 8 or not sp <= rbp < sp + MAX_FRAME_SIZE:
-            self.stop(pc, sp, f"no frame pointer known for {name or hex(pc)}")
-            return None
-        caller_pc = self.memory.try_read_u64(rbp + 8)
-        saved_rbp = self.memory.try_read_u64(rbp)
-        if caller_pc is None or saved_rbp is None or caller_pc < 16:
-            self.stop(pc, sp, f"cannot read the frame of {name or hex(pc)} at {rbp:#x}")
-            return None
-        caller_pc = arch.code_address(caller_pc)
-        return caller_pc, rbp + 16, {arch.pc: caller_pc, arch.sp: rbp + 16, arch.fp: saved_rbp}

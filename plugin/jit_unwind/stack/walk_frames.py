@@ -15,7 +15,8 @@ from ..debugger import Frame
 from .frame_label import bt_label, python_name, unnamed_jit_name, walk_stopped
 from ..records import record
 from ..stop.cache import StopCache
-from .frames import MAX_FRAMES, classify, nocfi_name
+from ..model import MAX_FRAMES
+from .frames import classify, nocfi_name
 from .thread_walk import Step
 
 Source = Optional[Tuple[str, Optional[int]]]  # (file, line or None)

@@ -1,7 +1,7 @@
-"""What GDB's unwinder asks the core about one frame (frame_unwind.leaves_to_debugger,
+"""What GDB's unwinder asks the core about one frame (native_step.leaves_to_debugger,
 unwind_code), over a fake process: no debugger."""
 
-from jit_unwind.unwind.frame_unwind import leaves_to_debugger, unwind_code
+from jit_unwind.unwind.native_step import leaves_to_debugger, unwind_code
 from jit_unwind.model import Region
 from jit_unwind.stop.cache import StopCache
 
