@@ -47,7 +47,7 @@ class Architecture:
     frame_pointer_setup: Callable[[bytes], Optional[int]]
     decode_prologue: Callable
     decode_frame_setup: Callable
-    decode_error: type
+    decode_error: type[Exception]
     instruction_alignment: int
     anchored_starts: Callable[[bytes, int], Set[int]]
     debugger_names: Tuple[str, ...]
@@ -58,8 +58,9 @@ class Architecture:
                  return_address_column: int, call_window: int,
                  call_before: Callable[[bytes], bool], code_address: Callable[[int], int],
                  frame_pointer_setup: Callable[[bytes], Optional[int]],
-                 decode_prologue: Callable, decode_frame_setup: Callable, decode_error: type,
-                 instruction_alignment: int, anchored_starts: Callable[[bytes, int], Set[int]],
+                 decode_prologue: Callable, decode_frame_setup: Callable,
+                 decode_error: type[Exception], instruction_alignment: int,
+                 anchored_starts: Callable[[bytes, int], Set[int]],
                  debugger_names: Tuple[str, ...], elf_machine: int):
         # Written out (records.py): compiled, it was ~0.2 ms of the plugin's load.
         self.__dict__.update(

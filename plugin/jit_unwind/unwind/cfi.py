@@ -59,7 +59,8 @@ def cfi_rsp_caller(memory: Memory, mappings: Iterable, path: str, return_address
     elf = headers_of(path)
     bias = file_bias(path, mappings, elf.loads) if elf is not None and elf.loads else None
     table = cfi_table(path) if bias is not None else None
-    row = table.row_at(return_address - 1 - bias) if table is not None else None
+    row = table.row_at(return_address - 1 - bias) \
+        if table is not None and bias is not None else None
     cfa_rule = row.get("cfa") if row is not None else None
     if cfa_rule is None or getattr(cfa_rule, "expr", None) is not None \
             or arch.dwarf_registers.get(cfa_rule.reg) != arch.sp:

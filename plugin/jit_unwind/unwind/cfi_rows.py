@@ -118,14 +118,16 @@ class EhFrame:
     def of_file(cls, path: str) -> Optional["EhFrame"]:
         """The ``.eh_frame`` of the ELF file ``path``; None without one (or not ELF)."""
         elf = headers_of(path)
-        frames = elf.sections.get(".eh_frame") if elf is not None else None
+        if elf is None:
+            return None
+        frames = elf.sections.get(".eh_frame")
         if frames is None or not frames["sh_size"]:
             return None
         header = elf.sections.get(".eh_frame_hdr")
         with open(path, "rb") as handle:  # both sections at one open
             data = frames.data(handle)
             header_data = header.data(handle) if header is not None else None
-        index = None if header is None else search_table(
+        index = None if header is None or header_data is None else search_table(
             header_data, header["sh_addr"], frames["sh_addr"], len(data))
         return cls(data, frames["sh_addr"], index)
 

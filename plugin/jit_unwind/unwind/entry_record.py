@@ -9,7 +9,7 @@ registers.  The trampoline is the caller; its own unwind restores what it pushed
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Iterable, Optional
 
 from ..model import UnwindMethod, Unwound
 from .context import MAX_FRAME_SIZE, UnwindContext
@@ -58,6 +58,7 @@ def _trampoline_sp(ctx: UnwindContext, slot: int, state) -> Optional[int]:
     where the callee saved its link register itself (aarch64), somewhere above it: the
     first 16-byte aligned sp whose trampoline frame holds a return address there."""
     arch = ctx.arch
+    candidates: Iterable[int]
     if arch.return_address_pushed:
         candidates = [slot + 8]
         return_slot = 0

@@ -86,7 +86,7 @@ def unwind_chained_frame_pointer(ctx: UnwindContext) -> Optional[Unwound]:
     record at rbp whose chain keeps validating above it, and no return address between
     sp and rbp that the step would skip."""
     result = unwind_frame_pointer(ctx)
-    if result is None or result.ends_walk:
+    if result is None or result.ends_walk or ctx.fp is None:  # (a result had an fp)
         return None
     if not chain_holds(ctx, result.saved[ctx.arch.fp]) or skips_return_address(ctx, ctx.fp):
         return None

@@ -42,7 +42,7 @@ def read_fdes(eh_frame: bytes, address: int) -> List[Fde]:
                    for start, end, offset in table.fdes()]
     except Exception:  # bytes that are no .eh_frame: no rules
         return []
-    return [entry for entry in entries if entry[2] is not None]
+    return [(start, end, rows) for start, end, rows in entries if rows is not None]
 
 
 def row_at(eh_frame: bytes, address: int, pc: int) -> Optional[dict]:

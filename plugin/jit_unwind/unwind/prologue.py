@@ -7,19 +7,22 @@ trampolines and shims found by searching backwards for a function start
 
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import TYPE_CHECKING, Optional, Tuple
 
-from ..model import CodeKind, UnwindMethod, Unwound
+from ..model import CodeKind, Region, UnwindMethod, Unwound
 from ..target import MemoryReadError
 from .caller_frame import caller_frame_pointer
 from .context import UnwindContext
 from ..arch.x86_64_decoder import PrologueState
 
+if TYPE_CHECKING:
+    from typing import TypeGuard
+
 MAX_PROLOGUE = 4096   # bytes decoded from a known function start
 SEARCH_WINDOW = 128   # bytes searched backwards for an unknown start
 
 
-def _known_start(ctx: UnwindContext, symbol) -> bool:
+def _known_start(symbol: Optional[Region]) -> TypeGuard[Region]:
     """True when ``symbol`` (perf map, runtime) names where a decodable function starts."""
     return symbol is not None and symbol.kind != CodeKind.TRACE
 
@@ -50,12 +53,12 @@ def known_start_applies(ctx: UnwindContext) -> bool:
     """Whether :func:`unwind_known_start` can answer at this frame's pc at all (per
     pc: a named start whose code decodes up to the pc)."""
     symbol = ctx.symbol()
-    return _known_start(ctx, symbol) and decoded_from(ctx, symbol.start, ctx.pc) is not None
+    return _known_start(symbol) and decoded_from(ctx, symbol.start, ctx.pc) is not None
 
 
 def unwind_known_start(ctx: UnwindContext) -> Optional[Unwound]:
     symbol = ctx.symbol()
-    if not _known_start(ctx, symbol):
+    if not _known_start(symbol):
         return None
     state = decoded_from(ctx, symbol.start, ctx.pc)
     if state is None:
@@ -79,7 +82,7 @@ def search_function_start(ctx: UnwindContext, pc: int) -> Optional[Tuple[int, Pr
     runtime names is used as it is (the anchors and ends are the architecture's:
     ``endbr64``, ``ret``/``int3`` on x86-64)."""
     symbol = ctx.regions.symbol_at(pc - 1)
-    if _known_start(ctx, symbol):
+    if _known_start(symbol):
         state = decode_from(ctx, symbol.start, pc)
         return (symbol.start, state) if state is not None else None
     region = ctx.regions.jit_region_at(pc - 1)
@@ -106,7 +109,7 @@ def search_function_start(ctx: UnwindContext, pc: int) -> Optional[Tuple[int, Pr
 
 
 def _searched_start(ctx: UnwindContext) -> Optional[Tuple[int, PrologueState]]:
-    if _known_start(ctx, ctx.symbol()):
+    if _known_start(ctx.symbol()):
         return None  # the "prologue" strategy already decoded from the known start
     found = find_function_start(ctx, ctx.pc)
     if found is None:
@@ -140,14 +143,15 @@ def unwind_prologue_search(ctx: UnwindContext) -> Optional[Unwound]:
 
 
 def unwind_with_prologue(ctx: UnwindContext, state: PrologueState, start: int,
-                         method: str) -> Optional[Unwound]:
+                         method: UnwindMethod) -> Optional[Unwound]:
     """Caller registers from a decoded prologue: the return address at the entry sp
     (x86-64), or where the code saved the link register, or still in it (aarch64)."""
     arch = ctx.arch
     entry_sp = ctx.sp + state.depth
     link = arch.link_register
     saved_slots = {name: offset for name, offset in state.saved.items() if name != link}
-    words = _read_words(ctx, entry_sp, saved_slots, state.saved.get(link, 0))
+    words = _read_words(ctx, entry_sp, saved_slots,
+                        state.saved.get(link, 0) if link is not None else 0)
     caller_pc = _return_address(ctx, state, words, start)
     caller_sp = arch.caller_sp_at_entry(entry_sp)
     if caller_pc is None or not ctx.plausible_caller_sp(caller_sp):

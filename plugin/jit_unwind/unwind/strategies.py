@@ -95,7 +95,7 @@ def unwind_jit_frame(ctx: UnwindContext) -> Unwound:
             continue
         if result.ends_walk:
             return result
-        if ctx.plausible_caller_sp(result.caller_sp):
+        if result.caller_sp is not None and ctx.plausible_caller_sp(result.caller_sp):
             return _with_caller_frame_pointer(ctx, result)
     return Unwound(method=UnwindMethod.NONE,
                    stop_reason="no strategy found the caller of this JIT frame")
@@ -108,7 +108,8 @@ def unwind_registered_trace(ctx: UnwindContext) -> Optional[Unwound]:
     if not ctx.in_trace():
         return None
     result = unwind_entry_return(ctx)
-    if result is None or not ctx.plausible_caller_sp(result.caller_sp):
+    if result is None or result.caller_sp is None \
+            or not ctx.plausible_caller_sp(result.caller_sp):
         return None
     return result
 
@@ -118,7 +119,7 @@ def kept_frame_pointer_applies(ctx: UnwindContext) -> bool:
     that setup (per pc)."""
     start = ctx.function_start()
     setup = ctx.arch.frame_pointer_setup_at(ctx.memory, start)
-    if setup is None:
+    if start is None or setup is None:  # (no setup is known without a start)
         return False
     return ctx.pc >= start + setup  # before it, the frame pointer is not this frame's yet
 
@@ -154,7 +155,7 @@ def unwind_nocfi_frame(ctx: UnwindContext) -> Optional[Unwound]:
         result = strategy(ctx)
         if result is None or result.ends_walk:
             continue
-        if ctx.plausible_caller_sp(result.caller_sp):
+        if result.caller_sp is not None and ctx.plausible_caller_sp(result.caller_sp):
             return _with_caller_frame_pointer(ctx, result)
     return None
 
@@ -162,8 +163,9 @@ def unwind_nocfi_frame(ctx: UnwindContext) -> Optional[Unwound]:
 def _with_caller_frame_pointer(ctx: UnwindContext, result: Unwound) -> Unwound:
     """A caller found without its frame pointer (above a trace, or by a scan) gets it
     from its own prologue when it keeps one: GDB needs it for such a caller's CFA."""
-    if ctx.arch.fp not in result.saved:
-        rbp = caller_frame_pointer(ctx, result.caller_pc, result.caller_sp)
+    caller_pc, caller_sp = result.caller_pc, result.caller_sp
+    if ctx.arch.fp not in result.saved and caller_pc is not None and caller_sp is not None:
+        rbp = caller_frame_pointer(ctx, caller_pc, caller_sp)
         if rbp is not None:
             result.saved[ctx.arch.fp] = rbp
     return result
