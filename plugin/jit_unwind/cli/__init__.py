@@ -43,7 +43,8 @@ def _terminal_columns() -> int:
         columns = 0
     if columns <= 0:
         try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+            stdout = sys.__stdout__  # None in a Python started without one
+            columns = os.get_terminal_size(stdout.fileno()).columns if stdout else 0
         except (AttributeError, ValueError, OSError):
             columns = 0
     return columns or 80

@@ -6,7 +6,7 @@ import contextlib
 import os
 import re
 import sys
-from typing import Callable, Iterator, Optional, Tuple
+from typing import Any, Callable, ContextManager, Iterator, Optional, Tuple
 
 from .errors import CliError
 
@@ -35,7 +35,7 @@ def compression(path: str) -> Optional[str]:
     return None
 
 
-def _opener(name: str) -> Callable[[str], object]:
+def _opener(name: str) -> Callable[[str], ContextManager[Any]]:
     """A function opening a file of format ``name`` for reading its decompressed bytes;
     CliError naming the package to install when this Python lacks it."""
     module, hint = next((module, hint) for format_, _magic, module, hint in FORMATS

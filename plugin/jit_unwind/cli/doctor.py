@@ -123,7 +123,8 @@ def pip_fix(debugger: Debugger, found: Probe, package: str) -> str:
     """The command that installs ``package`` where this debugger's Python finds it."""
     if debugger.path.startswith("/usr/") and found.prefix == "/usr":
         return f"apt-get install {_APT[package]}"
-    major_minor = ".".join(found.version.split(".")[:2])
+    version = found.version or ""  # (doctor asks only for a Python that gave its version)
+    major_minor = ".".join(version.split(".")[:2])
     interpreter = Path(found.prefix) / "bin" / f"python{major_minor}"
     if interpreter.exists():
         return f"{interpreter} -m pip install {_PIP[package]}"

@@ -79,7 +79,9 @@ def advance_loc(delta: int) -> bytes:
 def cfa_program(steps: Sequence[Step]) -> bytes:
     """Call frame instructions for ``steps`` (the first at offset 0, in the CIE's state)."""
     out = bytearray()
-    depth, saved, lost = 0, {}, set()
+    depth = 0
+    saved: dict[str, int] = {}
+    lost: set[str] = set()
     location = 0
     for step in steps:
         changes = bytearray()

@@ -9,7 +9,7 @@ say exactly (an offset that is no multiple of 8, a kind it does not know) leaves
 FDE out: the debugger then has no rule there rather than a wrong one.
 """
 
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .eh_frame import (DATA_ALIGN, DW_CFA_def_cfa, DW_CFA_def_cfa_expression,
                        DW_CFA_def_cfa_sf, DW_CFA_expression, DW_CFA_offset,
@@ -85,7 +85,8 @@ def program_of_rows(rows, start: int) -> Optional[bytes]:
     if len(rows) > MAX_ROWS:  # the rest of the range would keep the last row's rules
         return None
     out = bytearray()
-    location, previous = start, {}
+    location = start
+    previous: dict = {}  # the rules of the row before (cfi_rows' rows are dicts)
     try:
         for row in rows:
             changes = bytearray()
@@ -121,7 +122,7 @@ class JitdumpRules:
 
     MAX_PARSES = 1000
 
-    def __init__(self, record_at: Callable[[int], object]):
+    def __init__(self, record_at: Callable[[int], Any]):  # a jitdump CodeLoad, or None
         self._record_at = record_at
         self._relative: Dict[Tuple[bytes, int, int], Optional[List[Placed]]] = {}
 
