@@ -3,7 +3,7 @@
 from __future__ import annotations  # annotations unevaluated: less work at load
 
 from ..records import record
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, List, Optional, Tuple, cast
 
 from ..debugger import Process
 from ..dependencies import warn_missing
@@ -173,5 +173,7 @@ def _help(debugger: str) -> str:
 
 declare(Command(
     names={"gdb": "info jit-regions", "lldb": "jit-regions"}, help=_help, category=STATUS,
-    run=lambda context, argument: jit_regions(context.process, context.cache, argument,
-                                              context.symbol_file, context.evaluate)))
+    # (needs_process: the adapters run it with a process and its cache)
+    run=lambda context, argument: jit_regions(
+        cast(Process, context.process), cast(StopCache, context.cache), argument,
+        context.symbol_file, context.evaluate)))

@@ -45,13 +45,15 @@ def jit_unwind(context: Context, words: List[str]) -> str:
     if not words:
         return "\n".join(f"{name}: {_word(s)}" for name, s in table.items())
     setting = table.get(words[0])
+    if setting is None:
+        raise CommandError(_usage(table))
     try:
-        if setting is not None and setting.kind == PATH:
+        if setting.kind == PATH:
             if len(words) != 2:
                 raise CommandError(f"usage: jit-unwind {setting.name} PATH|{UNSET}")
             settings.set_value(setting.name,
                                "" if words[1] == UNSET else os.path.expanduser(words[1]))
-        elif setting is None or len(words) != 2 or words[1] not in ("on", "off"):
+        elif len(words) != 2 or words[1] not in ("on", "off"):
             raise CommandError(_usage(table))
         else:
             settings.set_value(setting.name, words[1] == "on")

@@ -14,7 +14,7 @@ def long_help(doc: str) -> str:
     for paragraph in doc.strip().split("\n\n"):
         lines = paragraph.splitlines()
         if lines and _is_item(lines[0]):  # a list of options or settings
-            options = []
+            options: list[str] = []
             for line in lines:
                 if _is_item(line) or not options:
                     options.append(line.rstrip())

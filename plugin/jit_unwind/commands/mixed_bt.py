@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, List, Tuple
+from typing import TYPE_CHECKING, List, Tuple, cast
 
 from ..debugger import Process, Thread
 from ..stop.cache import StopCache
@@ -166,5 +166,7 @@ def _help(debugger: str) -> str:
 declare(Command(
     names={"gdb": "py-mixed-bt", "lldb": "py-mixed-bt"}, help=_help, split=True,
     category=STACK,
-    run=lambda context, argv: py_mixed_bt(context.process, context.cache, argv,
+    # (needs_process: the adapters run it with a process and its cache)
+    run=lambda context, argv: py_mixed_bt(cast(Process, context.process),
+                                          cast(StopCache, context.cache), argv,
                                           settings.value("show-method"))))

@@ -7,7 +7,11 @@ from __future__ import annotations  # annotations unevaluated: less work at load
 import importlib
 import os
 from ..records import record
-from typing import Callable, Dict, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple, Union
+
+if TYPE_CHECKING:
+    from ..debugger import Process
+    from ..stop.cache import StopCache
 
 # GDB's help classes a command may be listed under ("help status", "help stack").
 STATUS, STACK = "status", "stack"
@@ -20,8 +24,8 @@ class Context:
     is loaded (path, predicate on a Region), what to do after a setting changed, and the
     debugger's value of an address expression ("$pc"; None: numbers only)."""
 
-    process: object = None
-    cache: object = None
+    process: Optional[Process] = None
+    cache: Optional[StopCache] = None
     symbol_file: Optional[Tuple[str, Callable]] = None
     setting_changed: Callable[[str], None] = lambda name: None
     evaluate: Optional[Callable[[str], int]] = None
@@ -38,13 +42,13 @@ class Command:
 
     names: Dict[str, str]
     help: Union[str, Callable[[str], str]]
-    run: Callable[[Context, object], str]
+    run: Callable[[Context, Any], str]  # Any: a List[str] when split, else a str
     split: bool = False
     needs_process: bool = True
     category: str = STATUS
 
     def __init__(self, names: Dict[str, str], help: Union[str, Callable[[str], str]],
-                 run: Callable[[Context, object], str], split: bool = False,
+                 run: Callable[[Context, Any], str], split: bool = False,
                  needs_process: bool = True, category: str = STATUS):
         # Written out (records.py): compiled, it was ~0.1 ms of the plugin's load.
         self.__dict__.update(names=names, help=help, run=run, split=split,

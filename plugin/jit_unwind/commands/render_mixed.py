@@ -1,6 +1,6 @@
 """Text and JSON for ``py-mixed-bt``: no debugger I/O here, callers print the strings."""
 
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from ..stack.frame_label import listed_label, python_line
 from ..model import FrameLocals, MixedFrame, MixedThread, PyFrame
@@ -75,8 +75,9 @@ def render_text(threads: List[MixedThread], python_only: bool = False,
 
 
 def _python_json(frame: PyFrame) -> Dict:
-    data = {"function": frame.function, "file": frame.filename, "line": frame.line,
-            "is_entry": frame.is_entry, "address": frame.address}
+    data: Dict[str, Any] = {"function": frame.function, "file": frame.filename,
+                            "line": frame.line, "is_entry": frame.is_entry,
+                            "address": frame.address}
     if frame.error:
         data["error"] = frame.error
     if frame.locals is not None:
@@ -109,7 +110,8 @@ def to_json(threads: List[MixedThread], python_version: Optional[str],
             python_only: bool = False, note: str = "") -> str:
     """One JSON document (schema: docs/py-mixed-bt.schema.json); ``note`` says when the
     runtime is not initialised yet, finalizing or finalized."""
-    document = {"format": FORMAT, "python_version": python_version, "threads": []}
+    document: Dict[str, Any] = {"format": FORMAT, "python_version": python_version,
+                                "threads": []}
     if note:
         document["runtime_note"] = note
     for thread in threads:
