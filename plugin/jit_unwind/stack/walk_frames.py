@@ -8,7 +8,8 @@ functions first); a note ending the walk becomes the last frame's end reason; JI
 frames are named and marked as every backtrace does (``frame_label.bt_label``).
 """
 
-from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+from typing import (TYPE_CHECKING, Callable, Dict, Iterator, List, NamedTuple, Optional,
+                    Sequence, Tuple)
 
 from . import mixed
 from ..debugger import Frame
@@ -18,6 +19,12 @@ from ..stop.cache import StopCache
 from ..model import MAX_FRAMES
 from .frames import classify, nocfi_name
 from .thread_walk import Step
+
+if TYPE_CHECKING:
+    class SteppedFrame(Frame):
+        """A debugger's frame of walk_frames' list (LLDB's LldbFrame): it has its step."""
+
+        step: Step
 
 Source = Optional[Tuple[str, Optional[int]]]  # (file, line or None)
 # pc -> (name, source) of each function at that return address, innermost first
@@ -82,13 +89,16 @@ def walk_frames(steps: Sequence[Step], symbolise: Symbolise) -> List[WalkFrame]:
         if step.index is not None or step.jit:
             frames.append(WalkFrame(step))
             continue
-        if step.pc not in symbolised:
-            symbolised[step.pc] = symbolise(step.pc)
-        frames.extend(WalkFrame(step, name, source) for name, source in symbolised[step.pc])
+        pc = step.pc
+        if pc is None:  # (a note, above: no index and no pc)
+            continue
+        if pc not in symbolised:
+            symbolised[pc] = symbolise(pc)
+        frames.extend(WalkFrame(step, name, source) for name, source in symbolised[pc])
     return frames
 
 
-def python_below(cache: StopCache, thread_id: int, frames: Sequence[Frame],
+def python_below(cache: StopCache, thread_id: int, frames: Sequence["SteppedFrame"],
                  log: Callable = lambda _message: None) -> Dict[int, list]:
     """id(step) -> the Python frames the core's merge puts under that step's frames
     (``frames``: the thread's, each with its ``step``); {} when the thread runs none or
@@ -117,20 +127,21 @@ NAMED = "named"  # ``name`` (and ``source``) at ``pc``; no pc: a note or a Pytho
 
 class Shown(NamedTuple):  # a tuple: a stack of thousands costs least to make
     kind: str
-    index: Optional[int] = None
+    # (the field shadows tuple.index, a method no one calls on a Shown)
+    index: Optional[int] = None  # type: ignore[assignment]
     pc: Optional[int] = None
     name: Optional[str] = None
     source: Source = None
 
 
-def shown_frames(steps: Sequence[Step], frames: Sequence[Frame], cache: StopCache,
+def shown_frames(steps: Sequence[Step], frames: Sequence["SteppedFrame"], cache: StopCache,
                  show_method: bool, in_symbol_file: Callable[[int], bool],
                  below: Dict[int, list]) -> Iterator[Tuple[Step, List[Shown]]]:
     """Each step with the frames a provider shows for it, then the Python frames it
     runs (``below``, from python_below).  ``frames``: the thread's (walk_frames'), as
     the debugger's Frames; ``in_symbol_file(pc)``: LLDB names that pc from our symbol
     file's module."""
-    frame_of = {}  # id(step) -> its (first) frame
+    frame_of: Dict[int, "SteppedFrame"] = {}  # id(step) -> its (first) frame
     for frame in frames:
         frame_of.setdefault(id(frame.step), frame)
     for step in steps:
@@ -139,10 +150,10 @@ def shown_frames(steps: Sequence[Step], frames: Sequence[Frame], cache: StopCach
         elif step.pc is None:
             shown = [Shown(NAMED, name=walk_stopped(step.note))]
         elif step.jit:
-            shown = _jit_frames(step, frame_of[id(step)], cache, show_method,
+            shown = _jit_frames(step, step.pc, frame_of[id(step)], cache, show_method,
                                 in_symbol_file)
         else:
-            shown = [_native_frame(step, frame_of.get(id(step)), cache)]
+            shown = [_native_frame(step.pc, frame_of.get(id(step)), cache)]
         shown += [Shown(NAMED, name=python_name(frame), source=(frame.filename, frame.line))
                   for frame in below.get(id(step), ())]
         yield step, shown
@@ -163,25 +174,28 @@ def _input_frame(step: Step, frame: Optional[Frame], cache: StopCache) -> Shown:
     return Shown(NAMED, pc=pc, name=name)
 
 
-def _native_frame(step: Step, frame: Optional[Frame], cache: StopCache) -> Shown:
-    """A native caller the walk found, as LLDB symbolises it, unless no module holds its
-    code (V8's builtins remapped from node's executable): then named from the file."""
-    name = nocfi_name(frame, step.pc, cache) if frame is not None else None
+def _native_frame(pc: int, frame: Optional[Frame], cache: StopCache) -> Shown:
+    """A native caller the walk found (at ``pc``), as LLDB symbolises it, unless no
+    module holds its code (V8's builtins remapped from node's executable): then named
+    from the file."""
+    name = nocfi_name(frame, pc, cache) if frame is not None else None
     if name is None:
-        return Shown(NATIVE, pc=step.pc)
-    return Shown(NAMED, pc=step.pc, name=name)
+        return Shown(NATIVE, pc=pc)
+    return Shown(NAMED, pc=pc, name=name)
 
 
-def _jit_frames(step: Step, frame: Frame, cache: StopCache, show_method: bool,
+def _jit_frames(step: Step, pc: int, frame: Frame, cache: StopCache, show_method: bool,
                 in_symbol_file: Callable[[int], bool]) -> List[Shown]:
-    label = bt_label(frame, step.pc, cache, show_method, unnamed_jit_name(step.pc),
+    label = bt_label(frame, pc, cache, show_method, unnamed_jit_name(pc),
                      step.unreadable, mark_caller_guess=True)
-    if in_symbol_file(step.pc) and not label.name.startswith("["):
+    # With a fallback name, bt_label always gives a label, and a name.
+    assert label is not None and label.name is not None
+    if in_symbol_file(pc) and not label.name.startswith("["):
         # LLDB names it from our symbol file; a ScriptedFrame there crashes LLDB 23.1
         # on `image lookup -a $pc`, and LLDB shows the module's symbol instead of a
         # ScriptedFrame's name, marks included: the marks ([guess…], [via…], [unwind
         # stopped…]) follow as a pc-less frame, as the note of a walk that ends
         # without a frame does.
-        return [Shown(BY_PC, pc=step.pc)] + (
+        return [Shown(BY_PC, pc=pc)] + (
             [Shown(NAMED, name=label.marks)] if label.marks else [])
-    return [Shown(NAMED, pc=step.pc, name=label.text())]
+    return [Shown(NAMED, pc=pc, name=label.text())]
