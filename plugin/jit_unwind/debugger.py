@@ -115,6 +115,20 @@ class Process:
     memory: Memory
     debugger_name = "the debugger"  # as in "GDB's Python 3.11"
     arch: Architecture = X86_64  # the processor the program runs on
+    _stop_cache = None
+
+    @property
+    def cache(self):
+        """This process's per-stop cache (``stop/cache.StopCache``), the one cache of
+        what a stop computes (regions, the Python runtime, what the unwinder found),
+        kept until the debugger says the process ran, exited or changed: each reader
+        connects its debugger's events to its ``invalidate``.  ``StopCache(process)``
+        makes itself this; one per process."""
+        return self._stop_cache
+
+    @cache.setter
+    def cache(self, cache) -> None:
+        self._stop_cache = cache
 
     def pid(self) -> Optional[int]:
         """The process id, None when there is no process."""

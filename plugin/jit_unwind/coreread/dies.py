@@ -5,6 +5,7 @@ pyelftools decodes every attribute of every entry it passes (65 µs each); findi
 function holding a pc in CPython's ceval.c passes thousands.  Anything unusual here
 (64-bit DWARF, a form not listed) raises Unsupported: the caller asks pyelftools."""
 
+from functools import lru_cache
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from ..elf.leb128 import read_sleb, read_uleb
@@ -197,20 +198,15 @@ class Abbrevs:
             if form == FORM_IMPLICIT_CONST:
                 constant, at = read_sleb(data, at)
                 raw.append(constant)
-        key = tuple(raw)
-        passing = _passing.get(key)
-        if passing is None:
-            passing = _passing[key] = _passing_of(key)
+        passing = _passing_of(tuple(raw))
         self._table.setdefault(code, (TAGS.get(tag, str(tag)), children, *passing))
         self._at = at
 
 
 FORM_IMPLICIT_CONST = 0x21
 RANGE_ATTRIBUTES = ("DW_AT_low_pc", "DW_AT_high_pc", "DW_AT_ranges")
-# An attribute list's steps and _skips, by its numbers: units repeat the same lists.
-_passing: Dict[tuple, tuple] = {}
-
-
+# An attribute list's steps and _skips, kept by its numbers: units repeat the same lists.
+@lru_cache(maxsize=4096)
 def _passing_of(raw: tuple) -> tuple:
     specs = []
     at = 0

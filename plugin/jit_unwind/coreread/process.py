@@ -36,7 +36,6 @@ class CoreProcess(debugger.Process):
         self.symbols = Symbolizer(image, debug_files=dwarf)
         self.warnings: List[str] = []
         self._sources: dict = {}  # (path, file address) -> its SourceFrames
-        self.cache: Optional[StopCache] = None  # the one stop of a core
         from ..arch import X86_64, by_elf_machine
         self.arch = by_elf_machine(image.machine) or X86_64
         self._threads = [CoreThread(self, i + 1, state)
@@ -106,5 +105,5 @@ def open_core(path, executable: Optional[str] = None, sysroot: str = "") -> Core
     if executable:  # a relative path would not be taken for a file's (module_paths)
         executable = os.path.abspath(executable)
     process = CoreProcess(CoreImage(path, executable, sysroot))
-    process.cache = StopCache(process)
+    StopCache(process)  # the one stop of a core: process.cache
     return process

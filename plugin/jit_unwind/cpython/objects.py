@@ -6,6 +6,7 @@ address.  They raise :class:`~jit_unwind.target.MemoryReadError` for unreadable 
 """
 
 import struct
+from functools import lru_cache
 from operator import itemgetter
 from typing import Dict, Mapping, Tuple
 
@@ -57,19 +58,16 @@ class StructReader:
         return self._pick(self._unpack(data))
 
 
-_readers: Dict[Tuple, StructReader] = {}
+@lru_cache(maxsize=256)
+def _reader(items: Tuple[Tuple[str, Tuple[int, str]], ...]) -> StructReader:
+    return StructReader(dict(items))
 
 
 def read_struct(memory: Memory, address: int,
                 fields: Mapping[str, Tuple[int, str]]) -> Dict[str, int]:
     """Read several fields of one C struct with a single memory read (see
     :class:`StructReader` for ``fields``)."""
-    key = tuple(fields.items())
-    reader = _readers.get(key)
-    if reader is None:
-        if len(_readers) >= 256:
-            _readers.clear()
-        reader = _readers[key] = StructReader(fields)
+    reader = _reader(tuple(fields.items()))
     return dict(zip(reader.names, reader.read(memory, address)))
 
 

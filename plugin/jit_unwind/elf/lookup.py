@@ -16,10 +16,9 @@ from ..file_cache import FileCache, Identity, file_identity
 from .rawelf import RawElf, first_mappings, headers_of, load_bias
 from ..model import Mapping
 
-# Opened files, by path: (identity, Exports or None, [(p_vaddr, p_offset)] of PT_LOADs).
-# The identity (see file_identity) tells a file rebuilt or replaced at the same path
-# (a second core file loaded in one session maps other builds) from the one opened.
-_files: Dict[str, Tuple[object, object, List[Tuple[int, int]]]] = {}
+# Opened files: (Exports or None, [(p_vaddr, p_offset)] of PT_LOADs), kept per file
+# identity (a second core file loaded in one session maps other builds at one path).
+_files: FileCache[Tuple[Optional[Exports], List[Tuple[int, int]]]] = FileCache()
 _SYMBOL = struct.Struct("<IBBHQQ")  # Elf64_Sym: name, info, other, shndx, value, size
 MAX_CHAIN = 100_000  # hash chain entries followed for one name (a corrupt table loops)
 Value = TypeVar("Value")
@@ -136,17 +135,12 @@ def _sysv_candidates(table: bytes, name: bytes):
 def _elf(path: str):
     """The exported symbols of ``path`` and its PT_LOADs, kept while the file at that
     path stays the same one."""
-    identity = file_identity(path)
-    cached = _files.get(path)
-    if cached is not None and cached[0] == identity:
-        return cached[1], cached[2]
+    return _files.get(path, _read_elf, (None, []))
+
+
+def _read_elf(path: str):
     elf = headers_of(path)  # parsed once for all its readers
-    try:
-        exports, loads = (Exports(path, elf), elf.loads) if elf is not None else (None, [])
-    except (OSError, ValueError, struct.error):  # unreadable: no answer
-        exports, loads = None, []
-    _files[path] = (identity, exports, loads)
-    return exports, loads
+    return (Exports(path, elf), elf.loads) if elf is not None else (None, [])
 
 
 # What the look-ups ask of each mapped file first (its loaded sections' addresses, its

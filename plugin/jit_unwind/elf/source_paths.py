@@ -2,27 +2,16 @@
 the debugger knows the directory, the same for GDB and LLDB from the same DWARF."""
 
 import os
-
-# (name in the line table, the debugger's full name) -> the path shown: a thread's
-# frames run the same few files, and 32 threads the same ones again.
-_shown: dict = {}
-_MAX_SHOWN = 4096
+from functools import lru_cache
 
 
+# Kept by (name in the line table, the debugger's full name): a thread's frames run the
+# same few files, and 32 threads the same ones again.
+@lru_cache(maxsize=4096)
 def shown_source_path(filename: str, full: str) -> str:
     """``full`` (the debugger's full name of line-table name ``filename``), normalised.
     GDB prefixes a relative compilation directory to a file name that already starts
     with it (glibc: "./nptl" + "./nptl/x.c"): then the line table's name, normalised."""
-    key = (filename, full)
-    path = _shown.get(key)
-    if path is None:
-        if len(_shown) >= _MAX_SHOWN:
-            _shown.clear()
-        path = _shown[key] = _normalised(filename, full)
-    return path
-
-
-def _normalised(filename: str, full: str) -> str:
     if not os.path.isabs(filename) and full.endswith(filename):
         directory = os.path.normpath(full[:-len(filename)] or ".")
         if not os.path.isabs(directory) and \

@@ -8,7 +8,10 @@ LLDB's frames.  Native frames the walk found are expanded into their
 inlined functions at pc - 1, as GDB and LLDB list a caller.  The list ends at ``main``
 as GDB's ``backtrace past-main off`` does, so that both debuggers give the same stack.
 
-No LLDB error leaves this module: methods return None, or raise DebuggerError.
+No LLDB error leaves this module: methods return None, or raise DebuggerError.  LLDB's
+API says it failed through invalid objects and SBError, never by raising; only Python's
+conversion of an argument raises (OverflowError for an address outside 64 bits), so
+addresses are checked before they reach it (``_address``).
 """
 
 from __future__ import annotations  # annotations unevaluated: no compile of string ones
@@ -21,6 +24,7 @@ from typing import Dict, List, Optional, Tuple
 import lldb
 
 from ..debugger import DebuggerError, Frame, Process, Symbol, Thread
+from ..target import JitUnwindError
 from ..regions import Mapping
 from ..regions.minidump import minidump_maps
 from ..stop.cache import StopCache
@@ -68,6 +72,14 @@ def function_name(function: "lldb.SBFunction") -> Optional[str]:
     if linkage and not linkage.startswith("_Z"):
         return linkage
     return function.GetName()
+
+
+def _address(target: "lldb.SBTarget", address: int) -> "lldb.SBAddress":
+    """``target.ResolveLoadAddress(address)``; an invalid SBAddress for a value outside
+    64 bits (pc - 1 of a zero pc), which LLDB's API would raise OverflowError for."""
+    if not 0 <= address < 1 << 64:
+        return lldb.SBAddress()
+    return target.ResolveLoadAddress(address)
 
 
 def _load_address(address: "lldb.SBAddress", target: "lldb.SBTarget") -> Optional[int]:
@@ -152,14 +164,11 @@ class LldbFrame(Frame):
     def function_name(self) -> Optional[str]:
         if self.sbframe is None:
             return self.record.name
-        try:
-            if not self.sbframe.IsInlined():
-                name = function_name(self.sbframe.GetFunction())
-                if name:
-                    return name
-            return self.sbframe.GetFunctionName() or None
-        except Exception:
-            return None
+        if not self.sbframe.IsInlined():
+            name = function_name(self.sbframe.GetFunction())
+            if name:
+                return name
+        return self.sbframe.GetFunctionName() or None
 
     def source(self):
         if self.sbframe is None:
@@ -174,10 +183,7 @@ class LldbFrame(Frame):
     def interpreter_frame(self) -> Optional[int]:
         if self.sbframe is None:
             return None
-        try:
-            return _unsigned(self.sbframe.FindVariable("frame")) or None
-        except Exception:
-            return None
+        return _unsigned(self.sbframe.FindVariable("frame")) or None
 
     def older(self) -> Optional[Frame]:
         if ends_backtrace(self.function_name()):
@@ -194,7 +200,7 @@ def _inline_chain(target: "lldb.SBTarget", pc: int):
     """(symbol context at ``pc - 1``, [(block, file spec, line, column)]): the blocks of
     the functions at return address ``pc`` (looked up at ``pc - 1``, as LLDB does for its
     own callers), the innermost inlined function first, each with its line there."""
-    address = target.ResolveLoadAddress(pc - 1)
+    address = _address(target, pc - 1)
     found = target.ResolveSymbolContextForAddress(address, lldb.eSymbolContextEverything)
     block = found.GetBlock()
     inlined = block.GetContainingInlinedBlock() if block.IsValid() else None
@@ -244,7 +250,7 @@ def symbolised_alike(target: "lldb.SBTarget", pc: int) -> bool:
     2,000 frameless toy JIT frames: 2.6 s against 4 s)."""
     def where(address):
         found = target.ResolveSymbolContextForAddress(
-            target.ResolveLoadAddress(address), lldb.eSymbolContextEverything)
+            _address(target, address), lldb.eSymbolContextEverything)
         block = found.GetBlock()
         if block.IsValid() and block.GetContainingInlinedBlock().IsValid():
             return None
@@ -313,8 +319,8 @@ class LldbThread(Thread):
 
     def newest_frame(self) -> Frame:
         try:
-            frames = self.frames(self.process.cache())
-        except Exception as error:  # never an LLDB error through
+            frames = self.frames(self.process.cache)
+        except JitUnwindError as error:  # memory the walk needed, a frame LLDB refused
             raise DebuggerError(f"cannot list the frames: {error}") from None
         if not frames:
             raise DebuggerError("No stack.")
@@ -324,10 +330,7 @@ class LldbThread(Thread):
 def _architecture(target):
     """The target's architecture from its triple (x86-64 when LLDB names another)."""
     from ..arch import X86_64, by_debugger_name
-    try:
-        triple = target.GetTriple() or ""
-    except Exception:
-        return X86_64
+    triple = target.GetTriple() or ""  # None for an invalid target
     return by_debugger_name(triple.split("-", 1)[0]) or X86_64
 
 
@@ -336,15 +339,23 @@ class LldbProcess(Process):
 
     debugger_name = "LLDB"
 
-    def __init__(self, process: "lldb.SBProcess", cache_of=None):
+    def __init__(self, process: "lldb.SBProcess"):
         self.inner = process
         self.target = process.GetTarget()
         self.memory = LldbMemory(process)
-        self._cache_of = cache_of
         self._offsets: Dict[Tuple[str, str], Optional[int]] = {}
 
+    @property
     def cache(self) -> StopCache:
-        return self._cache_of(self)
+        """The process's StopCache, emptied first when LLDB's process has moved on to
+        another stop since (LLDB rebuilds frames at every stop, its own included)."""
+        cache = self._stop_cache
+        cache.check_process()
+        return cache
+
+    @cache.setter
+    def cache(self, cache: StopCache) -> None:
+        self._stop_cache = cache
 
     @property
     def arch(self):
@@ -424,19 +435,16 @@ class LldbProcess(Process):
         return LldbThread(self, thread) if thread.IsValid() else None
 
     def symbol_address(self, name: str) -> Optional[int]:
-        try:
-            for context in self.target.FindSymbols(name):
-                symbol = context.GetSymbol()
-                if symbol.IsValid():
-                    address = symbol.GetStartAddress().GetLoadAddress(self.target)
-                    if address != lldb.LLDB_INVALID_ADDRESS:
-                        return address
-            for value in self.target.FindGlobalVariables(name, 1):
-                address = value.GetLoadAddress()
+        for context in self.target.FindSymbols(name):
+            symbol = context.GetSymbol()
+            if symbol.IsValid():
+                address = symbol.GetStartAddress().GetLoadAddress(self.target)
                 if address != lldb.LLDB_INVALID_ADDRESS:
                     return address
-        except Exception:
-            pass
+        for value in self.target.FindGlobalVariables(name, 1):
+            address = value.GetLoadAddress()
+            if address != lldb.LLDB_INVALID_ADDRESS:
+                return address
         return None
 
     def member_offset(self, type_name: str, member_path: str) -> Optional[int]:
@@ -446,55 +454,43 @@ class LldbProcess(Process):
         return self._offsets[key]
 
     def _member_offset(self, type_name: str, member_path: str) -> Optional[int]:
-        try:
-            current = self.target.FindFirstType(type_name)
-            if not current.IsValid():
-                return None
-            offset = 0
-            for member in member_path.split("."):
-                current = current.GetCanonicalType()
-                field = next((current.GetFieldAtIndex(i)
-                              for i in range(current.GetNumberOfFields())
-                              if current.GetFieldAtIndex(i).GetName() == member), None)
-                if field is None or not field.IsValid():
-                    return None
-                offset += field.GetOffsetInBytes()
-                current = field.GetType()
-            return offset
-        except Exception:
+        current = self.target.FindFirstType(type_name)
+        if not current.IsValid():
             return None
+        offset = 0
+        for member in member_path.split("."):
+            current = current.GetCanonicalType()
+            field = next((current.GetFieldAtIndex(i)
+                          for i in range(current.GetNumberOfFields())
+                          if current.GetFieldAtIndex(i).GetName() == member), None)
+            if field is None or not field.IsValid():
+                return None
+            offset += field.GetOffsetInBytes()
+            current = field.GetType()
+        return offset
 
     def function_start(self, address: int) -> Optional[int]:
-        try:
-            symbol = self.target.ResolveLoadAddress(address).GetSymbol()
-            if not symbol.IsValid():
-                return None
-            start = symbol.GetStartAddress().GetLoadAddress(self.target)
-        except Exception:
+        symbol = _address(self.target, address).GetSymbol()
+        if not symbol.IsValid():
             return None
+        start = symbol.GetStartAddress().GetLoadAddress(self.target)
         return start if start != lldb.LLDB_INVALID_ADDRESS else None
 
     def symbol_at(self, address: int) -> Optional[Symbol]:
-        try:
-            symbol = self.target.ResolveLoadAddress(address).GetSymbol()
-            if not symbol.IsValid():
-                return None
-            return Symbol(symbol.GetName() or "",
-                          _load_address(symbol.GetStartAddress(), self.target),
-                          _load_address(symbol.GetEndAddress(), self.target))
-        except Exception:
+        symbol = _address(self.target, address).GetSymbol()
+        if not symbol.IsValid():
             return None
+        return Symbol(symbol.GetName() or "",
+                      _load_address(symbol.GetStartAddress(), self.target),
+                      _load_address(symbol.GetEndAddress(), self.target))
 
     def file_address(self, address: int) -> Optional[Tuple[str, int]]:
-        try:
-            found = self.target.ResolveLoadAddress(address)
-            module = found.GetModule()
-            if not module.IsValid():
-                return None
-            path = module.GetFileSpec().fullpath
-            file_address = found.GetFileAddress()
-        except Exception:
+        found = _address(self.target, address)
+        module = found.GetModule()
+        if not module.IsValid():
             return None
+        path = module.GetFileSpec().fullpath
+        file_address = found.GetFileAddress()
         if not path or file_address == lldb.LLDB_INVALID_ADDRESS:
             return None
         return path, file_address

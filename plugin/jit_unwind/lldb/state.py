@@ -12,7 +12,4 @@ CACHES = StopCaches()
 
 def cache_for(process: "lldb.SBProcess") -> StopCache:
     """The StopCache of ``process``, checked against its current stop."""
-    cache = CACHES.get(process.GetUniqueID(),
-                       lambda: LldbProcess(process, lambda wrapper: cache_for(wrapper.inner)))
-    cache.check_process()
-    return cache
+    return CACHES.get(process.GetUniqueID(), lambda: LldbProcess(process)).process.cache

@@ -39,6 +39,7 @@ class StopCache:
 
     def __init__(self, process, on_first_jit=None) -> None:
         self.process = process
+        process.cache = self  # declared on the interface (debugger.Process.cache)
         # Called once, at the first region map with JIT code (the adapter's preparation
         # for walks through it); never again.
         self._on_first_jit = on_first_jit

@@ -9,7 +9,8 @@ come from the region map (``unwind_records``), already checked against memory.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
+from functools import lru_cache
+from typing import TYPE_CHECKING, List, Optional, Tuple
 
 from ..model import UnwindMethod, Unwound
 from .cfi import OUTERMOST, caller_registers
@@ -19,20 +20,13 @@ from .context import UnwindContext
 MAX_TABLES = 4096
 if TYPE_CHECKING:  # not at run time: typing's Tuple[...] is ~0.05 ms of the first bt
     Fde = Tuple[int, int, List[dict]]  # start, end, every row of its table
-# (eh_frame bytes, address) -> its FDEs sorted; every CPython trampoline has the same
-# bytes at its own address.
-_tables: Dict[Tuple[bytes, int], List[Fde]] = {}
-
-
+# Kept by (eh_frame bytes, address): every CPython trampoline has the same bytes at its
+# own address.
+@lru_cache(maxsize=MAX_TABLES)
 def fde_entries(eh_frame: bytes, address: int) -> List[Fde]:
     """The FDEs of ``eh_frame`` placed at ``address`` with their rows; [] when they
     cannot be read (an FDE whose instructions cannot be decoded is left out)."""
-    key = (eh_frame, address)
-    if key not in _tables:
-        if len(_tables) >= MAX_TABLES:
-            _tables.clear()
-        _tables[key] = read_fdes(eh_frame, address)
-    return _tables[key]
+    return read_fdes(eh_frame, address)
 
 
 def read_fdes(eh_frame: bytes, address: int) -> List[Fde]:
