@@ -446,7 +446,7 @@ def decode_frame_setup(code: bytes) -> Optional[PrologueState]:
 
 
 @record(frozen=True)
-class Step:
+class StackEffect:
     """The stack effect in force at ``offset`` (before that instruction runs): ``depth``
     bytes below the entry sp, callee-saved registers stored at entry-sp offsets
     (``saved``), callee-saved registers written without being saved (``lost``)."""
@@ -457,7 +457,7 @@ class Step:
     lost: Tuple[str, ...]
 
 
-def decode_steps(code: bytes, limit: int = MAX_INSTRUCTIONS) -> Tuple[List[Step], int]:
+def decode_steps(code: bytes, limit: int = MAX_INSTRUCTIONS) -> Tuple[List[StackEffect], int]:
     """The stack effect before every instruction of the straight-line start of ``code``
     (a function's bytes from its first one), and how many bytes are covered exactly.
 
@@ -466,7 +466,7 @@ def decode_steps(code: bytes, limit: int = MAX_INSTRUCTIONS) -> Tuple[List[Step]
     stack effect).  ``pop`` of a saved register and ``leave`` restore what they pop."""
     sim = _Simulator()
     state = sim.state
-    steps: List[Step] = []
+    steps: List[StackEffect] = []
     pos = 0
     while pos < len(code) and len(steps) < limit:
         if not 0 <= state.depth <= MAX_STACK_EFFECT or any(
@@ -474,7 +474,7 @@ def decode_steps(code: bytes, limit: int = MAX_INSTRUCTIONS) -> Tuple[List[Step]
             # No prologue moves rsp above its entry value, or megabytes down, or saves a
             # register over the return address: these bytes are no code we know.
             return steps, pos
-        steps.append(Step(pos, state.depth, tuple(sorted(state.saved.items())),
+        steps.append(StackEffect(pos, state.depth, tuple(sorted(state.saved.items())),
                           tuple(sorted(state.clobbered & set(CALLEE_SAVED)))))
         op_at = pos
         rex = 0

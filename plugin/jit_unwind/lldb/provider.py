@@ -71,7 +71,7 @@ class NamedFrame(ScriptedFrame):
         return None
 
 
-class NativeFrame(ScriptedFrame):
+class CallerFrame(ScriptedFrame):
     """A native caller the walk found where LLDB's own frames went wrong: at return
     address ``pc``, with the symbol context LLDB gives its own callers there (looked up
     at ``pc - 1``, one per inlined function), so its name, line and inlined frames are
@@ -166,7 +166,7 @@ class JitFrameProvider(ScriptedFrameProvider):
                     step.position = step.index
                 return False
             return self._output(cache, steps, inputs, python)
-        except Exception:  # never a traceback, never fewer frames: LLDB's own frames
+        except Exception:  # LLDB calls the provider: no traceback, no frame lost
             debug_log(lambda: f"frame provider error: {traceback.format_exc()}")
             return False
 
@@ -195,6 +195,6 @@ class JitFrameProvider(ScriptedFrameProvider):
                     if contexts[item.pc] is None:  # a dictionary costs LLDB less
                         result.append({"idx": len(result), "pc": item.pc})
                     for context in contexts[item.pc] or ():
-                        result.append(NativeFrame(self.thread, len(result), item.pc,
+                        result.append(CallerFrame(self.thread, len(result), item.pc,
                                                   context))
         return result

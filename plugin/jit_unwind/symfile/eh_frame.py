@@ -2,7 +2,7 @@
 
 One CIE (CFA = rsp+8 at entry, return address at CFA-8) and one FDE per function, with
 absolute ``pc_begin`` (DW_EH_PE_absptr): the code sits at the same address in the
-process and in the symbol file.  The rules come from :func:`unwind.x86_64.decode_steps`,
+process and in the symbol file.  The rules come from :func:`arch.x86_64_decoder.decode_steps`,
 so they cover only the bytes it understood: a debugger finds no rule beyond them.
 """
 
@@ -11,7 +11,7 @@ import sys
 from array import array
 from typing import Sequence, Tuple
 
-from ..arch.x86_64_decoder import CALLEE_SAVED, Step
+from ..arch.x86_64_decoder import CALLEE_SAVED, StackEffect
 
 # DWARF register numbers of x86-64 (System V ABI).
 DWARF_REGISTER = {"rax": 0, "rdx": 1, "rcx": 2, "rbx": 3, "rsi": 4, "rdi": 5, "rbp": 6,
@@ -76,7 +76,7 @@ def advance_loc(delta: int) -> bytes:
     return struct.pack("<BI", DW_CFA_advance_loc4, delta)
 
 
-def cfa_program(steps: Sequence[Step]) -> bytes:
+def cfa_program(steps: Sequence[StackEffect]) -> bytes:
     """Call frame instructions for ``steps`` (the first at offset 0, in the CIE's state)."""
     out = bytearray()
     depth = 0
