@@ -10,32 +10,25 @@ separate debug file), named by that file's identity (device, inode, size, modifi
 time in ns) and by the reader's own (its modules' sizes and modification times: a
 changed reader never reads answers of the one before).  The files' names in the line
 table are kept, not the paths shown: whether a source is on disk is looked at anew.
-``marshal``, written once at exit, atomically; at most MAX_FILES files and
-MAX_ENTRIES pcs a file.  ``JIT_UNWIND_FRAME_CACHE=0`` turns it off; a directory that
-cannot be written is the same as none."""
+``marshal``, written once at exit, atomically; at most 64 files
+(``elf/disk_cache.DWARF_FRAMES``) and MAX_ENTRIES pcs a file.
+``JIT_UNWIND_FRAME_CACHE=0`` turns it off; a directory that cannot be written is the
+same as none."""
 
 from __future__ import annotations  # annotations unevaluated: no compile of string ones
 
 import marshal
-import os
 from typing import Dict, List, Optional
 
-from ..file_cache import file_identity
-from ..elf import disk_cache
+from ..elf.disk_cache import DWARF_FRAMES
 
-ENV = "JIT_UNWIND_FRAME_CACHE"
-MAX_FILES = 64
 MAX_ENTRIES = 4096
-# The modules whose answers are kept: any change to one of them is another reader.
-READER = ("dies.py", "dwarf.py", "frame_cache.py", "headers.py", "lines.py", "ranges.py",
-          "sections.py", "units.py")
-HERE = os.path.dirname(os.path.abspath(__file__))
 
 _dirty: Dict[str, "FrameCache"] = {}  # entry path -> cache, written at exit
 
 
 def cache_directory() -> Optional[str]:
-    return disk_cache.cache_directory(ENV, "dwarf-frames")
+    return DWARF_FRAMES.directory()
 
 
 class FrameCache:
@@ -44,16 +37,9 @@ class FrameCache:
 
     def __init__(self, path: str):
         self.entries: Dict[int, list] = {}
-        self._entry: Optional[str] = None
-        directory = cache_directory()
-        identity = file_identity(path) if directory else None
-        if directory is None or identity is None:
+        self._entry: Optional[str] = DWARF_FRAMES.entry(path)
+        if self._entry is None:
             return
-        device, inode, size, mtime = identity
-        self._directory = directory
-        reader = disk_cache.reader_identity(HERE, READER)
-        self._entry = os.path.join(
-            directory, f"{device:x}-{inode:x}-{size:x}-{mtime:x}-{reader}.frames")
         try:
             with open(self._entry, "rb") as handle:
                 loaded = marshal.load(handle)
@@ -75,7 +61,7 @@ class FrameCache:
             data = marshal.dumps(self.entries)
         except ValueError:  # a value marshal cannot hold: nothing kept
             return
-        _write_entry(self._directory, entry, data)
+        DWARF_FRAMES.write(entry, data)
 
     def put(self, address: int, frames: List[tuple]) -> None:
         if self._entry is None or len(self.entries) >= MAX_ENTRIES:
@@ -92,7 +78,3 @@ def write_all() -> None:
     for entry, cache in list(_dirty.items()):
         cache._write(entry)
     _dirty.clear()
-
-
-def _write_entry(directory: str, entry: str, data: bytes) -> None:
-    disk_cache.write_entry(directory, entry, data, ".frames", MAX_FILES)

@@ -9,43 +9,36 @@ and name: a file rebuilt or replaced gets other names, never the old bytes.  A c
 file shorter than its section holds the section's start (``--debugger none`` inflates
 a section only as far as a backtrace needs, and keeps that much): parts within it are
 read from it, others inflated again from the section's start; one longer is not used.
-At most MAX_FILES files, the least recently written removed first.
+At most 64 files (``elf/disk_cache.DWARF_SECTIONS``), the least recently written
+removed first.
 ``JIT_UNWIND_SECTION_CACHE=0`` turns it off; a cache directory that cannot be written
 is the same as none."""
 
 import os
 from typing import Optional
 
-from ..file_cache import file_identity
-from ..elf import disk_cache
+from ..elf.disk_cache import DWARF_SECTIONS
 
-ENV = "JIT_UNWIND_SECTION_CACHE"
-MAX_FILES = 64
 MIN_SIZE = 256 * 1024  # smaller sections inflate in well under a millisecond
 
 
 def cache_directory() -> Optional[str]:
-    return disk_cache.cache_directory(ENV, "dwarf-sections")
+    return DWARF_SECTIONS.directory()
 
 
-def _entry(directory: str, path: str, name: str, offset: int) -> Optional[str]:
+def _entry(path: str, name: str, offset: int) -> Optional[str]:
     """The cache file of section ``name`` at ``offset`` of the file now at ``path``:
     named by the file's device, inode, size and modification time, the file itself
     wherever it is reached from (no hash: hashlib's import alone costs 4 ms)."""
-    identity = file_identity(path)
-    if identity is None:
-        return None
-    device, inode, size, mtime = identity
     clean = "".join(c if c.isalnum() or c == "_" else "-" for c in name.lstrip("."))
-    return os.path.join(directory,
-                        f"{device:x}-{inode:x}-{size:x}-{mtime:x}-{offset:x}-{clean}.section")
+    return DWARF_SECTIONS.entry(path, f"{offset:x}", clean)
 
 
 def cached_copy(path: str, section) -> Optional[str]:
     """The cache file holding section ``section`` of ``path`` inflated, None when
     there is none of the right size (to read parts of it)."""
     directory = cache_directory() if section.data_size >= MIN_SIZE else None
-    entry = _entry(directory, path, section.name, section["sh_offset"]) \
+    entry = _entry(path, section.name, section["sh_offset"]) \
         if directory else None
     try:
         return entry if entry is not None and \
@@ -60,7 +53,7 @@ def section_bytes(path: str, section) -> bytes:
     size = section.data_size
     compressed = getattr(section, "compressed", False)
     directory = cache_directory() if compressed and size >= MIN_SIZE else None
-    entry = _entry(directory, path, section.name, section["sh_offset"]) \
+    entry = _entry(path, section.name, section["sh_offset"]) \
         if directory else None
     if entry is not None:
         try:
@@ -72,7 +65,7 @@ def section_bytes(path: str, section) -> bytes:
             pass
     data = section.data()
     if directory and entry is not None and len(data) == size:
-        _write_entry(directory, entry, data)
+        DWARF_SECTIONS.write(entry, data)
     return data
 
 
@@ -81,7 +74,7 @@ def kept_start(path: str, section) -> Optional[tuple]:
     ``path`` inflated, when there is one shorter than the section (a run that needed
     only its start); None otherwise."""
     directory = cache_directory() if section.data_size >= MIN_SIZE else None
-    entry = _entry(directory, path, section.name, section["sh_offset"]) \
+    entry = _entry(path, section.name, section["sh_offset"]) \
         if directory else None
     if entry is None:
         return None
@@ -101,7 +94,7 @@ def keep_inflated(path: str, section, data, length: int) -> None:
     ``data``) kept where the cache is on and holds fewer: the next run reads its parts
     within them from the copy (the whole section, when ``length`` is its size)."""
     directory = cache_directory() if section.data_size >= MIN_SIZE else None
-    entry = _entry(directory, path, section.name, section["sh_offset"]) \
+    entry = _entry(path, section.name, section["sh_offset"]) \
         if directory else None
     if not directory or entry is None or not 0 < length <= section.data_size:
         return
@@ -110,8 +103,4 @@ def keep_inflated(path: str, section, data, length: int) -> None:
             return
     except OSError:
         pass
-    _write_entry(directory, entry, bytes(data[:length]))
-
-
-def _write_entry(directory: str, entry: str, data: bytes) -> None:
-    disk_cache.write_entry(directory, entry, data, ".section", MAX_FILES)
+    DWARF_SECTIONS.write(entry, bytes(data[:length]))

@@ -1,8 +1,8 @@
 """What the plugin derives from a mapped ELF file, kept on disk between sessions: its
 code without CFI and the function symbols in it (regions/nocfi.py, per stretch
-regions/nocfi_pc.py), a ``.symtab`` name's value (elf_lookup.symtab_value), the
+regions/nocfi_pc.py), a ``.symtab`` name's value (elf/lookup.symtab_value), the
 headers and exported names the first ``bt`` asks of every file a program maps (one
-entry per program, elf_lookup).  Node's builtins' symbols are ~10 ms of a first ``bt``
+entry per program, elf/lookup.py).  Node's builtins' symbols are ~10 ms of a first ``bt``
 without a perf map; HotSpot's call stub variable, found in libjvm's 58,000 symbols,
 ~4 ms; parsing the 28 files HotSpot maps, ~1.5 ms.  Reading them back costs about a
 millisecond.
@@ -14,32 +14,24 @@ modules' sizes and modification times): a file rebuilt or replaced, or a changed
 reader, never reads an old entry.  An entry also holds the identity of the other files
 its value was computed from (the separate debug file, whose .debug_frame counts as
 CFI): one installed, changed or removed since makes the value computed again.
-``marshal``, written atomically when computed; at most MAX_FILES entries.
+``marshal``, written atomically when computed; at most 1,024 entries
+(``elf/disk_cache.ELF_FACTS``).
 ``JIT_UNWIND_ELF_CACHE=0`` turns it off; a directory that cannot be written is the same
 as none."""
 
 from __future__ import annotations  # annotations unevaluated: less work at load
 
 import marshal
-import os
 from typing import Callable, List, Optional, TypeVar
 
-from . import disk_cache
 from ..file_cache import file_identity
-
-ENV = "JIT_UNWIND_ELF_CACHE"
-SUFFIX = ".fact"
-MAX_FILES = 1024  # a JIT process maps 10-40 files, each with a summary (elf_lookup)
-# The modules whose results are kept: any change to one of them is another reader.
-READER = ("../regions/nocfi.py", "lookup.py", "facts.py", "rawelf.py", "leb128.py",
-          "debug_files.py", "eh_frame_hdr.py", "../regions/nocfi_pc.py")
-HERE = os.path.dirname(os.path.abspath(__file__))
+from .disk_cache import ELF_FACTS
 
 Value = TypeVar("Value")
 
 
 def cache_directory() -> Optional[str]:
-    return disk_cache.cache_directory(ENV, "elf-facts")
+    return ELF_FACTS.directory()
 
 
 def no_other_files(_path: str) -> List[str]:
@@ -48,14 +40,7 @@ def no_other_files(_path: str) -> List[str]:
 
 def _entry(path: str, fact: str) -> Optional[str]:
     """The cache file of ``fact`` for the file now at ``path``; None without a cache."""
-    directory = cache_directory()
-    identity = file_identity(path) if directory else None
-    if directory is None or identity is None:
-        return None
-    device, inode, size, mtime = identity
-    reader = disk_cache.reader_identity(HERE, READER)
-    return os.path.join(directory, f"{device:x}-{inode:x}-{size:x}-{mtime:x}-"
-                                   f"{reader}-{fact}{SUFFIX}")
+    return ELF_FACTS.entry(path, fact)
 
 
 def kept(path: str, fact: str, compute: Callable[[str], Value],
@@ -94,4 +79,4 @@ def _write(entry: str, others, value) -> None:
         data = marshal.dumps((others, value))
     except ValueError:  # a value marshal cannot hold: nothing kept
         return
-    disk_cache.write_entry(os.path.dirname(entry), entry, data, SUFFIX, MAX_FILES)
+    ELF_FACTS.write(entry, data)
