@@ -36,6 +36,7 @@ def filtered_walk(items: Iterator[Item], cache: StopCache,
     and stop."""
     held = None  # (shown, ends walk) not yet yielded
     note = ""
+    item: Optional[Item]  # frame_after's: None when it finds no frame
     while True:  # bounded: the debugger's iterator ends (its backtrace limit)
         try:
             item = next(items)
