@@ -89,7 +89,7 @@ class PhysicalFrame:
                                file_address=process.symbols.file_address)
         if caller.registers is not None:
             return Unwinding(registers=caller.registers)
-        if caller.ending is Ending.OUTERMOST:
+        if caller.ending is Ending.OUTERMOST or caller.ending is None:
             return Unwinding(outermost=True)
         return Unwinding(reason=GDB_REASONS[caller.ending])
 

@@ -22,7 +22,9 @@ def unwound_by_us(frame: Frame, pc: int, cache: StopCache) -> Optional[Unwound]:
 def is_guess(frame: Frame, pc: int, cache: StopCache) -> bool:
     """True when our unwinder found ``frame`` by scanning the stack."""
     guessed = cache.guessed.get(pc)
-    return bool(guessed) and frame.sp() in guessed
+    if not guessed:
+        return False
+    return frame.sp() in guessed
 
 
 def classify(frame: Frame, cache: StopCache) -> NativeFrame:

@@ -94,11 +94,11 @@ class ThreadWalk:
         self.inputs = input_frames
         self.count = len(input_frames)
         self.log = log
-        self._by_pc_sp: Optional[Dict[Tuple[int, int], int]] = None
+        self._by_pc_sp: Optional[Dict[Tuple[Optional[int], Optional[int]], int]] = None
         self.out: List[Step] = []
 
     @property
-    def by_pc_sp(self) -> Dict[Tuple[int, int], int]:
+    def by_pc_sp(self) -> Dict[Tuple[Optional[int], Optional[int]], int]:
         """(pc, sp) -> index of the first input frame there; made when a walk through
         JIT code first looks for the debugger's frames again (most stops never do)."""
         if self._by_pc_sp is None:
@@ -132,7 +132,7 @@ class ThreadWalk:
         while index < self.count and len(self.out) < MAX_FRAMES:
             frame = self.inputs[index]
             pc = _input_pc(frame)
-            if self.is_jit(pc, index == 0):
+            if pc is not None and self.is_jit(pc, index == 0):
                 registers = frame_registers(frame, self.arch)
                 sp = frame.sp()
                 if sp is None and index:  # LLDB lost it (aarch64): the callee's CFA

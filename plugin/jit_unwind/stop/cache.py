@@ -7,7 +7,7 @@ unwinder found.  Adapters call :meth:`StopCache.invalidate` from their debugger'
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Dict, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Optional, Set, Tuple
 
 from ..regions.core_notes import say_once
 from ..elf.lookup import section_address, symbol_address
@@ -56,7 +56,7 @@ class StopCache:
         # once, then only "no reason" for that frame, and bt and py-mixed-bt both show it.
         self.debugger_stops: Dict[Tuple[int, Optional[int]], str] = {}
         self._named = False
-        self._memo: Dict[object, object] = {}
+        self._memo: Dict[object, Any] = {}
         # The last region map before the process ran again: see known_native().
         self._before_resume: Optional[RegionMap] = None
         # (the mappings it was asked for, is_python_process()'s answer)
@@ -195,7 +195,7 @@ class StopCache:
         """What the unwinder found for the frame at (pc, sp)."""
         self.unwound[(pc, sp)] = unwound
         self.unwound_pcs.add(pc)
-        if unwound.guess and unwound.caller_pc is not None:
+        if unwound.guess and unwound.caller_pc is not None and unwound.caller_sp is not None:
             self.guessed.setdefault(unwound.caller_pc, {})[unwound.caller_sp] = unwound
 
     def unwound_at(self, pc: int, sp_of) -> Optional[Unwound]:

@@ -159,12 +159,13 @@ def native_caller(cache: StopCache, pc: Optional[int], sp: Optional[int],
         result = unwind_code(cache, code, pc, sp, registers.get, innermost, stale_frames,
                              arch)
         if result is not None:
-            if result.ends_walk:  # the core says why (the cache's record)
+            # ends_walk: the core says why (the cache's record)
+            if result.caller_pc is None or result.caller_sp is None:
                 return Caller(ending=Ending.OUTERMOST, unwound=result)
-            caller = {} if in_trace else _callee_saved(registers, arch)
-            caller.update(result.saved)
-            caller[arch.pc], caller[arch.sp] = result.caller_pc, result.caller_sp
-            return _checked(caller, sp, innermost, arch, result)
+            found = {} if in_trace else _callee_saved(registers, arch)
+            found.update(result.saved)
+            found[arch.pc], found[arch.sp] = result.caller_pc, result.caller_sp
+            return _checked(found, sp, innermost, arch, result)
     if ends_backtrace(name(lookup)):
         return Caller(ending=Ending.OUTERMOST)
     located = (file_address or process.file_address)(lookup)
@@ -212,7 +213,7 @@ def _nocfi_by_symbol(cache: StopCache, pc: int, sp: int, registers: Dict[str, in
     process = cache.process
     result = unwind_nocfi_code(pc, sp, process.memory, cache.regions(), registers.get,
                                False, process.function_start, function, arch)
-    if result is None or result.ends_walk:
+    if result is None or result.caller_pc is None or result.caller_sp is None:
         return None
     caller = _callee_saved(registers, arch)
     caller.update(result.saved)
