@@ -1,6 +1,7 @@
 """``bt``'s walk as a frame filter streams it (bt_walk.filtered_walk) and a filter's view
 of one frame (frame_label.bt_decoration), with fake frames: no debugger."""
 
+from jit_unwind.debugger import DebuggerError
 from jit_unwind.stack.bt_walk import filtered_walk
 from jit_unwind.stack.frame_label import Label, bt_decoration
 from jit_unwind.model import Unwound
@@ -11,8 +12,9 @@ from .test_session import STACK, FakeFrame
 
 
 class _Items:
-    """A debugger's frame iterator over ``frames``, raising ``error`` instead of
-    returning the frame at index ``fail_at``."""
+    """A debugger's frame iterator over ``frames`` as the adapter passes it (its
+    debugger's errors as DebuggerError), raising ``error`` instead of returning the
+    frame at index ``fail_at``."""
 
     def __init__(self, frames, fail_at=None, error=""):
         self._frames = list(frames)
@@ -25,7 +27,7 @@ class _Items:
     def __next__(self):
         if self._index == self._fail_at:
             self._index = len(self._frames)
-            raise RuntimeError(self._error)
+            raise DebuggerError(self._error)
         if self._index >= len(self._frames):
             raise StopIteration
         self._index += 1
@@ -78,7 +80,7 @@ def test_an_iterator_error_without_a_frame_to_refetch_notes_the_last_one():
     cache = _cache()
     frames = _frames(2)
     shown = _walk(_Items(frames, fail_at=2), cache, refetch=lambda held: None)
-    assert shown == [(0, ""), (1, "[unwind stopped: RuntimeError]")]
+    assert shown == [(0, ""), (1, "[unwind stopped: DebuggerError]")]
     shown = _walk(_Items(frames, fail_at=0, error="no registers"), cache,
                   refetch=lambda held: None)
     assert shown == []

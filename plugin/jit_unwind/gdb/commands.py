@@ -28,7 +28,7 @@ class _Command(gdb.Command):
             raise gdb.GdbError(str(error)) from None
         except gdb.GdbError:
             raise
-        except Exception as error:  # never a traceback
+        except Exception as error:  # GDB calls in (a command): never a traceback
             raise gdb.GdbError(f"{self.item.name}: {error}") from None
         gdb.write(text + "\n")
 

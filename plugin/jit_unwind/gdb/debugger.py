@@ -32,7 +32,7 @@ def gdb_stop_reason(frame) -> str:
         if reason < _FIRST_ERROR:
             return ""
         text = gdb.frame_stop_reason_string(reason)
-    except Exception:
+    except (gdb.error, RuntimeError, ValueError):  # an invalid frame, an unknown reason
         return ""
     # GDB keeps the particular message (e.g. which address it could not read) where only
     # its own backtrace prints it; the frames are cached, so this walk costs little.
@@ -41,7 +41,7 @@ def gdb_stop_reason(frame) -> str:
             gdb.execute("backtrace -no-filters -1", to_string=True))
         if match:
             text = match.group(1)
-    except Exception:
+    except gdb.error:  # the reason stays GDB's general one
         pass
     return text
 
@@ -100,7 +100,9 @@ class GdbFrame(Frame):
     def register(self, name: str) -> Optional[int]:
         try:
             return int(self.inner.read_register(name))
-        except Exception:  # "value has been optimized out", "PC not available"
+        # gdb.error: "value has been optimized out", "PC not available"; RuntimeError: an
+        # invalid frame; ValueError: a register this architecture lacks
+        except (gdb.error, RuntimeError, ValueError):
             return None
 
     def interpreter_frame(self) -> Optional[int]:

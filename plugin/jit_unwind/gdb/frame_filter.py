@@ -94,7 +94,7 @@ class NativeFrameDecorator(FrameDecorator):
         try:
             frame = self._gdb_frame
             return frame.pc() if frame is not None else super().address()
-        except Exception:  # "PC not available"
+        except (gdb.error, RuntimeError):  # "PC not available", an invalid frame
             # GDB's DAP server needs an address for every frame of a stackTrace.
             return 0 if "gdb.dap" in sys.modules else None
 
@@ -107,7 +107,7 @@ class NativeFrameDecorator(FrameDecorator):
             if not symtab or not symtab.filename:
                 return gdb.solib_name(frame.pc())
             return symtab.filename
-        except Exception:
+        except (gdb.error, RuntimeError):  # no symtab, an invalid frame
             return None
 
     def line(self):
@@ -118,7 +118,7 @@ class NativeFrameDecorator(FrameDecorator):
                 return None
             sal = self._find_sal()
             return sal.line if sal else None
-        except Exception:
+        except (gdb.error, RuntimeError):  # no symtab, an invalid frame
             return None
 
     def frame_args(self):
@@ -168,14 +168,14 @@ def plain_name(base) -> str:
     included, and prints ``??`` without one."""
     try:
         name = base.function()
-    except Exception:
+    except (gdb.error, RuntimeError):  # no symbol, an invalid frame
         name = None
     if isinstance(name, str) and name != "???":
         return name
     try:
         frame = base.inferior_frame() if hasattr(base, "inferior_frame") else base
         name = frame.name()
-    except Exception:
+    except (gdb.error, RuntimeError):  # no symbol, an invalid frame
         name = None
     return name or "??"
 
@@ -188,7 +188,7 @@ def _checked(decorator, fetch):
             return None
         frame = decorator.inferior_frame()
         return [_checked_variable(frame, item) for item in items]
-    except Exception as error:
+    except Exception as error:  # GDB calls in (frame_args, frame_locals): an error ends bt
         debug_log(f"frame variables: {error!r}")
         return None
 
@@ -202,7 +202,7 @@ def _checked_variable(frame, item):
     with ``all``."""
     try:
         value = item.value() if hasattr(item, "value") else None
-    except Exception:  # the item's own error: it stays the item's, at printing time
+    except (gdb.error, RuntimeError, ValueError):  # the item's own: the item's at printing
         return CheckedVariable(frame, item)
     try:
         if value is None:
@@ -212,7 +212,9 @@ def _checked_variable(frame, item):
             frame.read_var(symbol).fetch_lazy()
         elif isinstance(value, gdb.Value):
             value.fetch_lazy()
-    except Exception as error:
+    # gdb.error (gdb.MemoryError among them): unreadable; ValueError: read_var's "not
+    # found"; RuntimeError: an invalid frame
+    except (gdb.error, RuntimeError, ValueError) as error:
         return _WithValue(item, gdb.Value(f"<error reading variable: {error}>"))
     return item
 
@@ -254,7 +256,7 @@ def decorate(decorator):
     our unwinder ended the walk at it."""
     try:
         return _decorate(decorator)
-    except Exception as error:  # never lose a frame over a naming problem
+    except Exception as error:  # GDB calls in (bt's frames): never lose a frame over a name
         debug_log(f"frame filter error: {error!r}")
         return NativeFrameDecorator(decorator), False
 
@@ -291,7 +293,7 @@ class JitFrameFilter:
             from ..stack.decoration_gate import thread_needs_decorating
             return thread_needs_decorating(STATE, _selected_thread_key, _newest_frame,
                                            settings.value("show-method"))
-        except Exception:
+        except Exception:  # GDB calls in (every bt asks): never an error before the frames
             return False
 
     @enabled.setter
@@ -310,7 +312,7 @@ class JitFrameFilter:
             if not missing_executable(STATE.process) and STATE.may_run_python():
                 from .python_frames import python_thread
                 thread = python_thread()
-        except Exception as error:  # Python frames are a bonus; never lose the native ones
+        except Exception as error:  # GDB calls in: Python frames never cost the native ones
             debug_log(f"cannot read Python frames: {error!r}")
             thread = None
         if thread is None or not thread.frames:
@@ -335,13 +337,29 @@ def walk(frame_iter):
     """GDB's frames, decorated, up to where the walk ends (the core's rules), the last
     frame saying why when GDB could not go on."""
     _load_core()
-    return filtered_walk(frame_iter, STATE, decorate, _frame_after, _core_frame,
+    return filtered_walk(_frames(frame_iter), STATE, decorate, _frame_after, _core_frame,
                          _stop_reason, NativeFrameDecorator.with_note)
 
 
+def _frames(frame_iter):
+    """GDB's frame iterator, its error (GDB could not unwind the next frame: GDB 13's
+    frame without a saved pc) as the core's DebuggerError."""
+    while True:
+        try:
+            item = next(frame_iter)
+        except StopIteration:
+            return
+        except (gdb.error, RuntimeError) as error:
+            raise DebuggerError(str(error) or type(error).__name__) from None
+        yield item
+
+
 def _core_frame(decorator) -> GdbFrame:
-    frame = decorator.inferior_frame()
-    return GdbFrame(frame, frame.level())
+    try:
+        frame = decorator.inferior_frame()
+        return GdbFrame(frame, frame.level())
+    except (gdb.error, RuntimeError) as error:  # an invalid frame
+        raise DebuggerError(str(error)) from None
 
 
 def _stop_reason(decorator) -> str:
@@ -356,5 +374,5 @@ def _frame_after(decorator):
         else:
             frame = decorator.inferior_frame().older()
         return FrameDecorator(frame) if frame is not None else None
-    except Exception:
+    except (gdb.error, RuntimeError):  # "No stack.", an unwind error, an invalid frame
         return None

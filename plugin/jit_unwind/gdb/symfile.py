@@ -29,7 +29,7 @@ def refresh(*_args) -> None:
     try:
         old, new = FILES.plan_for_stop(STATE.process, STATE,
                                        bool(settings.value("symbol-file")))
-    except Exception as error:  # never let a symbol file break a stop
+    except Exception as error:  # GDB's events and commands call in: never break a stop
         debug_log(f"symbol file: {error!r}")
         return
     _replace(old, new)

@@ -97,7 +97,7 @@ class JitUnwinder(Unwinder):
     def __call__(self, pending_frame):
         try:
             return self._unwind(pending_frame)
-        except Exception as error:  # never break the debugger's own unwinding
+        except Exception as error:  # GDB calls in: never break its own unwinding
             debug_log(f"unwinder error: {error!r}")
             return None
 

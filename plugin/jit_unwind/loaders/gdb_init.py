@@ -17,6 +17,6 @@ def _load() -> None:
 
 try:
     _load()
-except Exception:
+except Exception:  # GDB sources us: say in full why the plugin is not there
     traceback.print_exc()
     raise

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterator, Optional, Tuple, TypeVar
 
-from ..debugger import Frame
+from ..debugger import DebuggerError, Frame
 from .frame_label import walk_stopped
 from ..stop.cache import StopCache
 from .frames import remember_stop
@@ -29,10 +29,11 @@ def filtered_walk(items: Iterator[Item], cache: StopCache,
     frame says why (``stop_reason(shown)``: the debugger's reason, "" for none).  One
     frame is held back until the next one shows whether it is the last.
 
-    An error of the iterator loses the frame it was about to return (GDB's unwinds the
-    frame after the one it returns): ``frame_after(shown)`` (None: the newest frame)
-    fetches it again, and the error is kept for ``py-mixed-bt`` (``remember_stop``,
-    ``frame_of(item)`` the core's view of it): the debugger gives it once per frame
+    An error of the iterator (DebuggerError: the adapter turns its debugger's into one)
+    loses the frame it was about to return (GDB's unwinds the frame after the one it
+    returns): ``frame_after(shown)`` (None: the newest frame) fetches it again, and the
+    error is kept for ``py-mixed-bt`` (``remember_stop``, ``frame_of(item)`` the core's
+    view of it, DebuggerError when it has none): the debugger gives it once per frame
     and stop."""
     held = None  # (shown, ends walk) not yet yielded
     note = ""
@@ -42,7 +43,7 @@ def filtered_walk(items: Iterator[Item], cache: StopCache,
             item = next(items)
         except StopIteration:
             break
-        except Exception as error:
+        except DebuggerError as error:  # the debugger could not unwind the next frame
             item = frame_after(held[0] if held else None)
             reason = str(error) or type(error).__name__
             note = walk_stopped(reason)
@@ -50,7 +51,7 @@ def filtered_walk(items: Iterator[Item], cache: StopCache,
                 break
             try:
                 remember_stop(frame_of(item), cache, reason)
-            except Exception:  # remembering is a bonus for py-mixed-bt
+            except DebuggerError:  # remembering is a bonus for py-mixed-bt
                 pass
             if held is not None:
                 yield held[0]

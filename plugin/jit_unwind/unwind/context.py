@@ -150,10 +150,9 @@ class UnwindContext:
         return symbol is not None and symbol.kind == CodeKind.SHIM
 
     def register(self, name: str) -> Optional[int]:
-        try:
-            return self.read_register(name)
-        except Exception:  # a debugger's own error for an unavailable register
-            return None
+        """The register's value in the frame being unwound, None when the debugger does
+        not know it (RegisterReader's contract: the adapter keeps its errors)."""
+        return self.read_register(name)
 
     def function_start_of(self, address: int) -> Optional[int]:
         """Start of the function holding ``address``: perf map/runtime, else symbols."""
@@ -162,10 +161,7 @@ class UnwindContext:
             return symbol.start
         if self.native_function_start is None or self.regions.jit_region_at(address):
             return None
-        try:
-            return self.native_function_start(address)
-        except Exception:
-            return None
+        return self.native_function_start(address)  # Process.function_start: None, no error
 
     @property
     def fp(self) -> Optional[int]:
