@@ -92,7 +92,7 @@ class _Command:
             result.AppendMessage(lldb_help(text))  # the commands as LLDB names them
         except CommandError as error:
             result.SetError(lldb_help(str(error)))
-        except Exception as error:  # never a traceback
+        except Exception as error:  # LLDB calls in (a command): never a traceback
             result.SetError(f"{self.ITEM.name}: {error}")
 
 

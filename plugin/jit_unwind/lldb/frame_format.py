@@ -43,7 +43,7 @@ def frame_label(frame: "lldb.SBFrame", internal_dict=None) -> str:
     """``${script.frame:jit_unwind_frame_label}``: " NAME" for a JIT frame, else ""."""
     try:
         name = jit_name(frame)
-    except Exception:  # never a traceback in a backtrace: LLDB's own line
+    except Exception:  # LLDB's frame-format calls in: never a traceback in bt
         name = None
     return GATE_OBJECT.label(name)
 

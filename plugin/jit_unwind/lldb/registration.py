@@ -60,11 +60,8 @@ def refresh_providers(debugger: "lldb.SBDebugger") -> None:
         with _lock:
             provider_id = _registered.pop(target.GetGloballyUniqueID(), None)
         if provider_id is not None:
-            try:
-                with reprints_waited(_thread_count(target)):
-                    target.RemoveScriptedFrameProvider(provider_id)
-            except Exception:  # the frames stay as they were until the next stop
-                pass
+            with reprints_waited(_thread_count(target)):
+                target.RemoveScriptedFrameProvider(provider_id)  # an SBError, never raises
         ensure_provider(target)
 
 
@@ -97,7 +94,7 @@ class RegisterOnStop:
         for action in (ensure_provider, _refresh_symbol_file):
             try:
                 action(exe_ctx.GetTarget())
-            except Exception:  # never disturb a stop
+            except Exception:  # LLDB's stop-hook calls in: never disturb a stop
                 pass
         return True
 
@@ -119,7 +116,7 @@ def _listen(listener: "lldb.SBListener", stop: threading.Event):
                 # deadlocked LLDB 23.1 against a `bt` on the main thread (a core's
                 # symbol file is loaded by the commands instead).
                 ensure_provider(target)
-        except Exception:
+        except Exception:  # our listener thread: an error must not end it
             continue
 
 

@@ -46,7 +46,7 @@ def refresh(target: "lldb.SBTarget") -> None:
     try:
         with _lock:  # a stop-hook and a command may overlap (LLDB's async mode)
             _refresh(target)
-    except Exception:  # a symbol file is a bonus; never disturb a stop
+    except Exception:  # stop-hooks and commands call in: never disturb a stop
         pass
 
 

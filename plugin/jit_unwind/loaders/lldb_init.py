@@ -16,6 +16,6 @@ def __lldb_init_module(debugger, internal_dict):
         paths.add_paths()
         import jit_unwind.lldb
         jit_unwind.lldb.install(debugger, internal_dict)
-    except Exception:
+    except Exception:  # LLDB loads us: say in full why the plugin is not there
         traceback.print_exc()
         raise
