@@ -8,10 +8,19 @@ builds; a perf map grows) from the one read before."""
 from __future__ import annotations  # annotations unevaluated: less work at load
 
 import os
+import struct
 from typing import Callable, Dict, Generic, Optional, Tuple, TypeVar
 
 Value = TypeVar("Value")
 Identity = Tuple[int, int, int, int]
+
+# What reading a file that may be truncated, corrupted or of another format raises: the
+# file system's errors, a check or a decoding that fails (ValueError, UnicodeDecodeError
+# among them; the readers' "not ELF", a section that does not inflate), struct on bytes
+# cut short, an offset or index past a table's end, a seek or a size past what a C long
+# holds (OverflowError).
+FILE_ERRORS = (OSError, EOFError, ValueError, OverflowError, IndexError, KeyError,
+               struct.error)
 
 
 def file_identity(path: str) -> Optional[Identity]:
@@ -34,7 +43,7 @@ class FileCache(Generic[Value]):
     def get(self, path: str, compute: Callable[[str], Value], failed: Value) -> Value:
         """The value for the file now at ``path``; ``failed`` for a file that is gone,
         and (kept until the file changes) for one ``compute`` cannot read: not ELF, a
-        table we cannot parse, garbage."""
+        table we cannot parse, garbage (``compute`` raises one of FILE_ERRORS)."""
         identity = file_identity(path)
         if identity is None:
             return failed
@@ -45,7 +54,7 @@ class FileCache(Generic[Value]):
             self._entries.clear()
         try:
             value = compute(path)
-        except Exception:  # a file we cannot read is normal; never a traceback
+        except FILE_ERRORS:  # a file we cannot read is normal
             value = failed
         self._entries[path] = (identity, value)
         return value

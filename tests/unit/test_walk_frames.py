@@ -7,6 +7,7 @@ from jit_unwind.debugger import DebuggerError, Frame
 from jit_unwind.stack.frame_label import Label
 from jit_unwind.model import PyFrame, PyThread
 from jit_unwind.stop.cache import StopCache
+from jit_unwind.target import MemoryReadError
 from jit_unwind.stack.thread_walk import Step
 from jit_unwind.stack.walk_frames import (BY_PC, INPUT, NAMED, NATIVE, PASSTHROUGH, Shown,
                                     provider_walk_key, python_below, shown_frames,
@@ -96,11 +97,12 @@ def test_python_below_without_python_frames(monkeypatch):
     logged = []
 
     def unreadable(thread_id):
-        raise OSError("gone")
+        raise MemoryReadError(0x10, 8)
 
     monkeypatch.setattr(cache, "python_thread", unreadable)
     assert python_below(cache, 1, _frames(STEPS), logged.append) == {}
-    assert logged == ["cannot read Python frames: OSError('gone')"]
+    assert logged == ["cannot read Python frames: MemoryReadError('cannot read 8 bytes at "
+                      "0x10')"]
     monkeypatch.setattr(cache, "python_thread", lambda thread_id: None)
     assert python_below(cache, 1, _frames(STEPS)) == {}
 

@@ -10,6 +10,7 @@ from ..dependencies import warn_missing
 from .render import have_tabulate, region_summary, region_table
 from ..model import Region, RegionSource
 from ..stop.cache import StopCache
+from ..target import JitUnwindError
 from . import CommandError
 from .registry import STATUS, Command, declare, provenance
 
@@ -95,7 +96,7 @@ def jit_regions(process: Process, cache: StopCache, argument: str,
     address = _address(query.address, evaluate) if query.address else None
     try:
         regions = cache.named_regions().listing()
-    except Exception as error:  # never a traceback, even on a broken core
+    except JitUnwindError as error:  # the debugger's refusal, unreadable memory
         raise CommandError(f"info jit-regions: cannot list the JIT regions: {error}") from None
     lines = [f"warning: {cache.problem}"] if cache.problem else []
     if not have_tabulate():
@@ -133,7 +134,7 @@ def _jitdump_lines(process: Process, cache: StopCache):
     from ..regions.jitdump import user_path
     try:
         dump = cache.jitdump()
-    except Exception:  # already reported as the cache's problem
+    except JitUnwindError:  # already reported as the cache's problem
         return []
     lines = []
     if user_path() and dump.path != user_path():

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, List, Tuple, cast
 
 from ..debugger import Process, Thread
 from ..stop.cache import StopCache
+from ..target import JitUnwindError
 from . import settings
 from . import CommandError
 from .registry import STACK, Command, declare, provenance
@@ -82,7 +83,7 @@ def _mixed_thread(thread: Thread, cache: StopCache, options, names,
     from ..stack.frames import walk
     try:
         python = cache.python_thread(thread.native_id)
-    except Exception:  # memory the runtime's structures need is unreadable: native only
+    except JitUnwindError:  # memory the runtime's structures need is unreadable: native only
         python = None
     if python is not None and with_locals is not None:
         python = with_locals(python)
@@ -127,18 +128,12 @@ def py_mixed_bt(process: Process, cache: StopCache, argv: List[str],
         raise CommandError(f"py-mixed-bt: {_with_cause(truncated, reason, bool(no_executable))}")
     with process.keep_selection():
         threads = process.threads() if options.all_threads else [process.selected_thread()]
-        try:
-            names = read_thread_names(runtime) if runtime is not None else {}
-        except Exception:  # names are a bonus
-            names = {}
+        names = read_thread_names(runtime) if runtime is not None else {}  # never raises
         add_locals = _locals_adder(runtime) if options.locals and runtime else None
         mixed = [_mixed_thread(thread, cache, options, names, add_locals)
                  for thread in threads if thread is not None]
-    try:
-        # Without a runtime, say why (e.g. libpython is not loaded yet at `starti`).
-        note = runtime.lifecycle_note() if runtime is not None else reason
-    except Exception:  # a note is a bonus
-        note = ""
+    # Without a runtime, say why (e.g. libpython is not loaded yet at `starti`).
+    note = runtime.lifecycle_note() if runtime is not None else reason  # never raises
     note = _with_cause(truncated, note)
     if options.json:
         return to_json(mixed, str(runtime.version) if runtime is not None else None,

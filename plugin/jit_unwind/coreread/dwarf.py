@@ -11,6 +11,7 @@ understand."""
 import bisect
 from typing import Dict, List, Optional, Tuple
 
+from ..elf.pyelftools_errors import pyelftools_errors
 from ..file_cache import FileCache
 from .sections import DebugSections, read_aranges
 from .symbols import file_symbols, separate_debug_file
@@ -72,7 +73,9 @@ class DwarfFile:
         if offset not in self._units:
             try:
                 self._units[offset] = Unit(self.sections, offset)
-            except Exception:  # a unit neither reader can read
+            # A unit neither reader can read; ImportError: no pyelftools for what the
+            # quick reader leaves to it (needed_pyelftools says so after the stacks).
+            except pyelftools_errors(ImportError):
                 self._units[offset] = None
         return self._units[offset]
 
@@ -85,7 +88,9 @@ class DwarfFile:
             return []
         try:
             return unit.raw_frames(address)
-        except Exception:  # DWARF neither reader can decode: the symbol tables' name
+        # DWARF neither reader can decode (or no pyelftools for it): the symbol tables'
+        # name stands.
+        except pyelftools_errors(ImportError):
             return []
 
 

@@ -88,7 +88,10 @@ class DebugSection:
             return raw
         if self._kind != ELFCOMPRESS_ZLIB:
             raise ValueError(f"{self.name}: compression type {self._kind}")
-        data = zlib.decompressobj().decompress(raw[_CHDR.size:], self.data_size)
+        try:
+            data = zlib.decompressobj().decompress(raw[_CHDR.size:], self.data_size)
+        except zlib.error as error:  # the readers' ValueError for bytes they cannot read
+            raise ValueError(f"{self.name}: {error}") from None
         if len(data) != self.data_size:
             raise ValueError(f"{self.name}: inflated to {len(data)} bytes, not "
                              f"{self.data_size}")
@@ -143,7 +146,10 @@ class _Inflating:
                     break
                 self._next += len(self._pending)
             given = self._pending
-            out = self._inflater.decompress(given, max(end - self._inflated, self.CHUNK))
+            try:
+                out = self._inflater.decompress(given, max(end - self._inflated, self.CHUNK))
+            except zlib.error as error:  # the readers' ValueError for bytes they cannot read
+                raise ValueError(f"a compressed section: {error}") from None
             self._pending = self._inflater.unconsumed_tail
             if not out and len(self._pending) == len(given):
                 break  # no progress: a stream zlib neither inflates nor rejects

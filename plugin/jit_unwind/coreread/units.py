@@ -7,6 +7,7 @@ import bisect
 import os
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
 
+from ..elf.pyelftools_errors import pyelftools_errors
 from ..elf.source_paths import shown_source_path
 from .dies import ADDRX, Skimmer, Unsupported
 from .headers import LineProgram, UnitHeader
@@ -257,7 +258,7 @@ class Unit:
             return []
         try:
             entries = lists.get_range_list_at_offset(offset, cu=self.cu)
-        except Exception:  # a range list pyelftools cannot read: no range
+        except pyelftools_errors():  # a range list pyelftools cannot read: no range
             return []
         found, base = [], self.base
         for entry in entries:
@@ -286,6 +287,8 @@ class Unit:
             dwarf = self.sections.pyelftools_dwarf()
             return dwarf._parse_line_program_at_offset(
                 self.stmt_list, dwarf.get_CU_at(self.offset).structs)
+        if isinstance(self.walk, _Skimmed):  # its unit entry has no DW_AT_stmt_list
+            return None
         return self.sections.pyelftools_dwarf().line_program_for_CU(self.cu)
 
     def lines(self) -> Optional[LineTable]:
@@ -351,7 +354,7 @@ class Unit:
                 break
             try:
                 current = current.get_DIE_from_attribute(origin.name)
-            except Exception:  # a reference pyelftools cannot follow
+            except pyelftools_errors():  # a reference pyelftools cannot follow
                 break
         return _shown_name(linkage, plain)
 

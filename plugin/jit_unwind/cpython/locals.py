@@ -215,5 +215,5 @@ def _frame_locals(reader: Optional[LocalsReader], frame: PyFrame, reason: str
         return FrameLocals(error=reason)
     try:
         return reader.frame_locals(frame)
-    except Exception as error:  # variables are a bonus: never lose the stack for them
+    except JitUnwindError as error:  # variables are a bonus: never lose the stack for them
         return FrameLocals(error=f"{type(error).__name__}: {error}")

@@ -195,10 +195,7 @@ class _Summaries:
         if len(files) > MAX_KEPT_FILES:
             files = dict(list(files.items())[-MAX_KEPT_FILES:])
         self.files = files
-        try:
-            keep(self.program, SUMMARIES_FACT, files)
-        except Exception:  # a cache that cannot be written is no cache
-            pass
+        keep(self.program, SUMMARIES_FACT, files)  # a cache it cannot write is left as none
 
 
 _programs: Dict[str, _Summaries] = {}
@@ -215,10 +212,8 @@ def _summaries(program: str) -> _Summaries:
 
 def _kept_files(program: str) -> Dict[str, Tuple[Identity, dict]]:
     from .facts import kept
-    try:
-        return dict(kept(program, SUMMARIES_FACT, lambda _path: {}, _valid_files))
-    except Exception:  # an unreadable cache: start over
-        return {}
+    # An unreadable or invalid entry reads as none (kept computes {} again).
+    return dict(kept(program, SUMMARIES_FACT, lambda _path: {}, _valid_files))
 
 
 def _summarize(path: str) -> dict:

@@ -11,6 +11,7 @@ from __future__ import annotations  # annotations unevaluated: less work at load
 import bisect
 from typing import Callable, Iterable, List, Optional, Sequence, Tuple
 
+from ..file_cache import FILE_ERRORS
 from ..model import CodeKind, Mapping, Region, RegionSource
 
 __all__ = ["Mapping", "Region", "RegionMap"]
@@ -263,7 +264,7 @@ class RegionMap:
         """True when ``address`` is code of a mapped file that no CFI covers."""
         try:
             return self.nocfi_at(address) is not None
-        except Exception:  # an unreadable file: its code is no runtime's
+        except FILE_ERRORS:  # an unreadable file: its code is no runtime's
             return False
 
     def mapping_at(self, address: int) -> Optional[Mapping]:

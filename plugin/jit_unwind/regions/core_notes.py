@@ -9,7 +9,7 @@ from __future__ import annotations  # annotations unevaluated: less work at load
 import os
 from typing import Callable, List, Optional, Tuple
 
-from ..debugger import Process
+from ..debugger import DebuggerError, Process
 from ..file_cache import FileCache
 
 _SAID: set = set()  # (core path, what) said once already
@@ -73,12 +73,9 @@ def truncation(process: Process, runtime_at: Callable[[], Optional[int]] = lambd
                 sp = thread.newest_frame().sp()
                 if sp is not None:
                     places.append((sp, f"the stack of thread {thread.number}", True))
-        except Exception:  # the places are a bonus: the sizes alone still tell
+        except DebuggerError:  # the places are a bonus: the sizes alone still tell
             pass
-    try:
-        runtime = runtime_at()
-    except Exception:
-        runtime = None
+    runtime = runtime_at()  # a look-up in the mapped files' tables: None, never an error
     if runtime is not None:
         places.append((runtime, "_PyRuntime", False))
     lost = runtime is not None and any(s.loses(runtime, False) for s in cut.cut)

@@ -14,6 +14,7 @@ from typing import List, Optional, Tuple
 
 from ..elf.notes import (NT_AUXV, NT_FILE, PT_LOAD, PT_NOTE, file_entries, note_bodies,
                          program_headers)
+from ..elf.pyelftools_errors import pyelftools_errors
 from ..file_cache import FileCache
 from ..model import Mapping
 from .core_link_map import last_library, mapped_files
@@ -251,10 +252,14 @@ def _load_segments(path: str) -> List[Tuple[int, int, int]]:
             handle.seek(0)
             if handle.read(4) != b"\x7fELF":
                 raise
-            from elftools.elf.elffile import ELFFile
             handle.seek(0)
-            return [(seg["p_offset"], seg["p_filesz"], seg["p_flags"])
-                    for seg in ELFFile(handle).iter_segments() if seg["p_type"] == "PT_LOAD"]
+            try:
+                from elftools.elf.elffile import ELFFile
+                return [(seg["p_offset"], seg["p_filesz"], seg["p_flags"]) for seg in
+                        ELFFile(handle).iter_segments() if seg["p_type"] == "PT_LOAD"]
+            # No pyelftools, or headers it cannot read either: FileCache's failure.
+            except pyelftools_errors(ImportError) as error:
+                raise ValueError(f"{path}: {error}") from None
 
 
 AT_ENTRY, AT_EXECFN = 9, 31

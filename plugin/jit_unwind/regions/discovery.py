@@ -7,6 +7,7 @@ from typing import List, Tuple
 
 from ..dependencies import WITHOUT_PYELFTOOLS, missing, warn_missing
 from ..elf.lookup import symbol_address
+from ..elf.pyelftools_errors import pyelftools_errors
 from ..model import Mapping, Region, RegionSource
 from . import RegionMap
 from .corefile import read_core_mappings
@@ -33,7 +34,7 @@ def _mappings(process, kind: str) -> Tuple[List[Mapping], List[int], str]:
         except ImportError:
             warn_missing(process, "pyelftools", WITHOUT_PYELFTOOLS)
             return [], [], missing("pyelftools", WITHOUT_PYELFTOOLS, process.debugger_name)
-        except Exception as error:  # a truncated or foreign core
+        except pyelftools_errors() as error:  # a truncated or foreign core (OSError too)
             return [], [], f"cannot read core file {path}: {error}"
         return mappings, not_jit, ""
     if kind == "native":  # /proc of a local process: more than the debugger lists

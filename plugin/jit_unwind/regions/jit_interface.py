@@ -10,6 +10,7 @@ import io
 import struct
 from typing import List
 
+from ..elf.pyelftools_errors import pyelftools_errors
 from ..model import Region, RegionSource
 from ..target import Memory, MemoryReadError
 
@@ -64,5 +65,6 @@ def _symfile_regions(memory: Memory, address: int, size: int) -> List[Region]:
                     regions.append(Region(start, start + symbol["st_size"], RegionSource.GDB_JIT,
                                           symbol.name))
         return regions
-    except Exception:  # a half-written or foreign image: list nothing, never fail
+    # Unreadable memory, or a half-written or foreign image: list nothing.
+    except pyelftools_errors(MemoryReadError):
         return []

@@ -23,7 +23,8 @@ import struct
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from ..elf.debug_files import by_build_id
-from ..file_cache import FileCache
+from ..elf.pyelftools_errors import pyelftools_errors
+from ..file_cache import FILE_ERRORS, FileCache
 from ..elf.leb128 import read_uleb
 from ..model import Region, RegionSource
 from ..elf.rawelf import RawElf, file_bias, headers_of, load_bias
@@ -153,7 +154,7 @@ def _eh_frame_ranges(elf: RawElf) -> Optional[List[Tuple[int, int]]]:
             if ranges is not None:
                 return ranges
         return _ranges_from_pyelftools(elf.dwarf().EH_CFI_entries())
-    except Exception:
+    except pyelftools_errors(ImportError):  # no pyelftools, or a table it cannot read
         return None
 
 
@@ -233,7 +234,7 @@ def _debug_frame_ranges(elf: RawElf) -> List[Tuple[int, int]]:
         return []
     try:
         return _ranges_from_pyelftools(elf.dwarf().CFI_entries())
-    except Exception:
+    except pyelftools_errors(ImportError):  # no pyelftools, or a table it cannot read
         return []
 
 
@@ -255,7 +256,7 @@ def _separate_debug_frame_ranges(elf: RawElf) -> List[Tuple[int, int]]:
     try:
         with open(path, "rb") as handle:
             return _debug_frame_ranges(RawElf(handle, path))
-    except Exception:
+    except FILE_ERRORS:  # an unreadable debug file, or not ELF
         return []
 
 

@@ -12,9 +12,10 @@ from typing import (TYPE_CHECKING, Callable, Dict, Iterator, List, NamedTuple, O
                     Sequence, Tuple)
 
 from . import mixed
-from ..debugger import Frame
+from ..debugger import DebuggerError, Frame
 from .frame_label import bt_label, python_name, unnamed_jit_name, walk_stopped
 from ..records import record
+from ..target import JitUnwindError
 from ..stop.cache import StopCache
 from ..model import MAX_FRAMES
 from .frames import classify, nocfi_name
@@ -105,7 +106,7 @@ def python_below(cache: StopCache, thread_id: int, frames: Sequence["SteppedFram
     they cannot be read (Python frames are a bonus)."""
     try:
         thread = cache.python_thread(thread_id)
-    except Exception as error:
+    except JitUnwindError as error:  # the runtime's memory cannot be read
         log(f"cannot read Python frames: {error!r}")
         return {}
     if thread is None or not thread.frames:
@@ -166,7 +167,7 @@ def _input_frame(step: Step, frame: Optional[Frame], cache: StopCache) -> Shown:
     if frame is not None and pc is None:
         try:
             pc = frame.pc()
-        except Exception:  # a frame without a pc keeps the debugger's view
+        except DebuggerError:  # a frame without a pc keeps the debugger's view
             pc = None
     name = nocfi_name(frame, pc, cache) if frame is not None and pc is not None else None
     if name is None:

@@ -9,12 +9,13 @@ come from the region map (``unwind_records``), already checked against memory.
 
 from __future__ import annotations
 
+import struct
 from functools import lru_cache
 from typing import TYPE_CHECKING, List, Optional, Tuple
 
 from ..model import UnwindMethod, Unwound
 from .cfi import OUTERMOST, caller_registers
-from .cfi_rows import EhFrame
+from .cfi_rows import EhFrame, Unsupported
 from .context import UnwindContext
 
 MAX_TABLES = 4096
@@ -34,7 +35,8 @@ def read_fdes(eh_frame: bytes, address: int) -> List[Fde]:
         table = EhFrame(eh_frame, address)
         entries = [(start, end, table.rows(start, offset))
                    for start, end, offset in table.fdes()]
-    except Exception:  # bytes that are no .eh_frame: no rules
+    # Bytes that are no .eh_frame: no rules (cfi_rows' errors for what it cannot read).
+    except (Unsupported, IndexError, ValueError, struct.error, KeyError):
         return []
     return [(start, end, rows) for start, end, rows in entries if rows is not None]
 
