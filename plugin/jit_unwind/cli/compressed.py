@@ -6,7 +6,7 @@ import contextlib
 import os
 import re
 import sys
-from typing import Any, Callable, ContextManager, Iterator, Optional, Tuple
+from typing import Any, Callable, ContextManager, Iterator, Optional, Tuple, Type
 
 from .errors import CliError
 
@@ -35,23 +35,29 @@ def compression(path: str) -> Optional[str]:
     return None
 
 
-def _opener(name: str) -> Callable[[str], ContextManager[Any]]:
-    """A function opening a file of format ``name`` for reading its decompressed bytes;
-    CliError naming the package to install when this Python lacks it."""
+def _opener(name: str) -> Tuple[Callable[[str], ContextManager[Any]],
+                                Tuple[Type[BaseException], ...]]:
+    """A function opening a file of format ``name`` for reading its decompressed bytes,
+    and what its library raises (besides OSError) for a stream that is corrupt or cut
+    short: EOFError for each, lz4's binding a RuntimeError, gzip's a zlib.error (its
+    BadGzipFile is an OSError); CliError naming the package to install when this Python
+    lacks it."""
     module, hint = next((module, hint) for format_, _magic, module, hint in FORMATS
                         if format_ == name)
     try:
         if name == "zstd":
             import zstandard
-            return lambda path: _ZstdFile(path, zstandard.ZstdDecompressor())
+            return (lambda path: _ZstdFile(path, zstandard.ZstdDecompressor()),
+                    (zstandard.ZstdError, EOFError))
         if name == "xz":
             import lzma
-            return lzma.open
+            return lzma.open, (lzma.LZMAError, EOFError)
         if name == "lz4":
             import lz4.frame
-            return lz4.frame.open
+            return lz4.frame.open, (RuntimeError, EOFError)
         import gzip
-        return gzip.open
+        import zlib
+        return gzip.open, (zlib.error, EOFError)
     except ImportError:
         raise CliError(f"reading a {name}-compressed core needs the Python package "
                        f"{module!r} ({sys.executable} cannot import it): {hint}") from None
@@ -95,7 +101,7 @@ def decompress(path: str, name: str, target: str) -> None:
     """Write the decompressed bytes of ``path`` (format ``name``) to ``target``;
     CliError for a stream that is corrupt or cut short, or a disk that is full."""
     import shutil
-    opener = _opener(name)
+    opener, corrupt = _opener(name)
     try:
         with opener(path) as source, open(target, "wb") as sink:
             shutil.copyfileobj(source, sink, _CHUNK)
@@ -104,7 +110,7 @@ def decompress(path: str, name: str, target: str) -> None:
             raise CliError(f"cannot decompress {path} into {target}: {error} "
                            "(TMPDIR names another directory for it)") from None
         raise CliError(f"{path} is not a complete {name} stream: {error}") from None
-    except Exception as error:  # each library's own: ZstdError, LZMAError, EOFError, ...
+    except corrupt as error:
         raise CliError(f"{path} is not a complete {name} stream: {error}") from None
 
 

@@ -19,6 +19,7 @@ from ..elf.disk_cache import cache_directory
 from ..elf.debug_files import DEBUG_ROOT, by_build_id
 from ..elf.notes import NT_FILE, PT_NOTE, file_entries, note_bodies, program_headers
 from ..elf.rawelf import RawElf
+from ..file_cache import FILE_ERRORS
 
 ENV = "JIT_UNWIND_DEBUG_FILE_CACHE"
 MAX_FILES = 32  # copies kept; the least recently made go first
@@ -39,7 +40,7 @@ def gdb_options(core: str, executable: str) -> List[str]:
         return []
     try:
         root = _prepare(core, executable, root)
-    except Exception:  # a cache is a bonus: GDB reads the originals
+    except FILE_ERRORS:  # a cache is a bonus: GDB reads the originals
         return []
     if root is None or ":" in root:  # GDB's list of directories is colon-separated
         return []

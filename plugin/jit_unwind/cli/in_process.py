@@ -40,7 +40,7 @@ def run_core(core: str, executable: str, named: Optional[str], options) -> Batch
         output = py_mixed_bt(process, process.cache, argv) + "\n"
     except CommandError as error:
         output, errors = "", f"{error}\n"
-    except Exception as error:  # a core we cannot make sense of: one line, no traceback
+    except Exception as error:  # the CLI's command entry: one line, never a traceback
         raise CliError(f"cannot read the stacks of {core}: {type(error).__name__}: {error}",
                        FAILED) from None
     from ..coreread.sections import missing_pyelftools
