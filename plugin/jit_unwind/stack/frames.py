@@ -12,7 +12,7 @@ from ..debugger import DebuggerError, Frame, Thread
 from ..model import EVAL, EVAL_FUNCTION, JIT, MAX_FRAMES, OTHER, NativeFrame, Unwound
 from .naming import jit_frame_name
 from ..regions.nocfi_pc import function_in
-from ..stop.cache import StopCache
+from ..stop.cache import READ_ERRORS, StopCache
 
 def unwound_by_us(frame: Frame, pc: int, cache: StopCache) -> Optional[Unwound]:
     """What our unwinder found for ``frame``; sp is read only when it saw the pc."""
@@ -33,7 +33,7 @@ def classify(frame: Frame, cache: StopCache) -> NativeFrame:
     debugger cannot read is "other"."""
     try:
         return _classify(frame, cache)
-    except Exception:
+    except READ_ERRORS:
         return NativeFrame(frame.level, OTHER)
 
 
@@ -109,7 +109,7 @@ def library_of(address: int, cache: StopCache) -> Optional[str]:
     "?? () from LIBRARY" names for a frame without a function name."""
     try:
         mapping = cache.regions().mapping_at(address)
-    except Exception:  # the map is a bonus here
+    except READ_ERRORS:  # the map is a bonus here
         mapping = None
     if mapping is not None:
         return mapping.path if not mapping.anonymous and mapping.path.startswith("/") \
@@ -127,7 +127,7 @@ def describe(frame: Frame, cache: StopCache) -> NativeFrame:
     if native.kind == JIT:
         try:
             native.name = jit_frame_name(cache.named_regions(), pc, frame.level == 0) or native.name
-        except Exception:  # a name is a bonus; the frame stays
+        except READ_ERRORS:  # a name is a bonus; the frame stays
             pass
     if native.name is None:
         native.name = frame.function_name()
@@ -136,7 +136,7 @@ def describe(frame: Frame, cache: StopCache) -> NativeFrame:
     if native.name is None:  # a second mapping of a file's code: the file's symbol
         try:
             native.name = nocfi_name(frame, pc, cache)
-        except Exception:  # an unreadable file: a name is a bonus
+        except READ_ERRORS:  # an unreadable file: a name is a bonus
             pass
     if native.name is None:
         native.library = library_of(pc if frame.level == 0 else pc - 1, cache)
@@ -156,7 +156,7 @@ def ended_by_unwinder(frame: Frame, cache: StopCache) -> Optional[str]:
     """Our unwinder's reason when it ended the walk at ``frame`` on purpose, else None."""
     try:
         unwound = unwound_by_us(frame, frame.pc(), cache)
-    except Exception:
+    except DebuggerError:
         return None
     if unwound is None or not unwound.ends_walk:
         return None

@@ -24,7 +24,7 @@ from ..model import MAX_FRAMES, Caller, Ending, Region, ends_backtrace
 from ..regions.nocfi import SOURCE as NOCFI
 from ..regions.nocfi_pc import function_in
 from ..records import field, record
-from ..stop.cache import StopCache
+from ..stop.cache import READ_ERRORS, StopCache
 from ..unwind.context import follows_call
 from ..unwind.native_step import native_caller
 
@@ -297,5 +297,5 @@ class ThreadWalk:
         try:
             region = self.regions.nocfi_at(address)
             return function_in(region, address) if region is not None else None
-        except Exception:  # an unreadable file: the walk goes on without its names
+        except READ_ERRORS:  # an unreadable file: the walk goes on without its names
             return None

@@ -9,7 +9,9 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Dict, Optional, Set, Tuple
 
+from ..file_cache import FILE_ERRORS
 from ..regions.core_notes import say_once
+from ..target import JitUnwindError
 from ..elf.lookup import section_address, symbol_address
 from ..model import Unwound
 from ..regions import RegionMap
@@ -22,6 +24,11 @@ from ..regions.perfmap import read_perf_map
 if TYPE_CHECKING:
     from ..cpython import CPythonRuntime, PyThread
     from ..regions.jitdump_process import ProcessJitdump
+
+
+# What reading a stop's memory and files raises when they are unreadable, cut short or
+# corrupt: a stop's readers catch these and say so, and let a bug through.
+READ_ERRORS = (JitUnwindError, *FILE_ERRORS)
 
 
 def _may_have_jitdump(pid: Optional[int], mappings) -> bool:
@@ -151,7 +158,7 @@ class StopCache:
         try:
             if self.process.connection() == "core":
                 say_once(self.process)
-        except Exception:  # a warning is a bonus
+        except READ_ERRORS:  # a warning is a bonus
             pass
 
     def named_regions(self) -> RegionMap:
@@ -164,14 +171,14 @@ class StopCache:
                            self.jit_code_regions):
                 try:
                     regions.add_symbols(loader())
-                except Exception as error:  # a runtime we cannot read: names only
+                except READ_ERRORS as error:  # a runtime we cannot read: names only
                     self.problem = f"cannot read JIT regions: {error}"
             try:
                 if self._jitdump_file_exists():  # else its reader is not even imported
                     dump = self.jitdump()
                     regions.add_symbols(dump.regions())
                     regions.add_unwind_records(dump.unwind_records())
-            except Exception as error:  # a dump we cannot read: no names from it
+            except READ_ERRORS as error:  # a dump we cannot read: no names from it
                 self.problem = f"cannot read the jitdump: {error}"
         return regions
 
@@ -262,7 +269,7 @@ class StopCache:
                                 self._version_hint()), ""
         except CPythonError as error:
             return None, str(error)
-        except Exception as error:  # never let a Python problem break a backtrace
+        except READ_ERRORS as error:  # never let unreadable memory break a backtrace
             return None, f"cannot read the CPython runtime: {error}"
 
     def _version_hint(self):
