@@ -40,6 +40,10 @@ class FileCache(Generic[Value]):
         self.limit = limit
         self._entries: Dict[str, Tuple[Identity, Value]] = {}
 
+    def __len__(self) -> int:
+        """How many files it holds now."""
+        return len(self._entries)
+
     def get(self, path: str, compute: Callable[[str], Value], failed: Value) -> Value:
         """The value for the file now at ``path``; ``failed`` for a file that is gone,
         and (kept until the file changes) for one ``compute`` cannot read: not ELF, a

@@ -179,6 +179,7 @@ class Ending(Enum):
     NO_RULE = "no-rule"  # no CFI, no exact rule, and the function keeps no frame pointer
     NO_FRAME_POINTER = "no-frame-pointer"  # the function keeps one, but it is not known
     UNREADABLE_RECORD = "unreadable-record"  # the frame record cannot be read
+    NO_RETURN_ADDRESS = "no-return-address"  # the caller found has a pc of 0 to 15
 
 
 class Caller:

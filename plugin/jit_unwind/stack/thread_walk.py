@@ -228,7 +228,7 @@ class ThreadWalk:
             caller = self.caller_of(pc, sp, registers, innermost)
             if jit:
                 self.log_jit_frame(pc, sp, caller)
-            if caller.registers is None:
+            if caller.registers is None or caller.ending is Ending.NO_RETURN_ADDRESS:
                 if caller.ending is not Ending.OUTERMOST:
                     self.stop(pc, sp, self.reason(caller, pc))
                 return None
@@ -255,6 +255,9 @@ class ThreadWalk:
             return f"no frame pointer known for {name}"
         if caller.ending is Ending.UNREADABLE_RECORD:
             return f"cannot read the frame of {name} at {caller.address:#x}"
+        if caller.ending is Ending.NO_RETURN_ADDRESS and caller.registers is not None:
+            return (f"the caller found for {name} has pc "
+                    f"{caller.registers[self.arch.pc]:#x}: no return address")
         return (f"{name} keeps no frame pointer and {self.process.debugger_name} cannot "
                 f"unwind it from registers found through JIT code")
 

@@ -238,14 +238,18 @@ def _frame_record(process, registers: Dict[str, int], sp: int, innermost: bool,
 
 def _checked(caller: Dict[str, int], sp: int, innermost: bool, arch: Architecture,
              unwound: Optional[Unwound] = None) -> Caller:
-    """The caller, unless it cannot be the frame's: a zero pc ends the walk (as in
-    GDB), and a caller's sp not above its callee's is a corrupt stack, but for a leaf
-    the stop interrupted with its return address still in the link register
-    (aarch64), which may share its caller's sp."""
-    if caller.get(arch.pc, 0) == 0:
-        return Caller(ending=Ending.OUTERMOST, unwound=unwound)
+    """The caller, unless it cannot be the frame's: a pc below 16 is no return address
+    (GDB ends its walk at a zero pc and shows one of 1 to 15 as a frame), and a caller's
+    sp not above its callee's is a corrupt stack, but for a leaf the stop interrupted
+    with its return address still in the link register (aarch64), which may share its
+    caller's sp."""
+    caller_pc = caller.get(arch.pc, 0)
+    if caller_pc == 0:
+        return Caller(registers=caller, ending=Ending.NO_RETURN_ADDRESS, unwound=unwound)
     caller_sp = caller[arch.sp]
     leaf = innermost and arch.link_register is not None and caller_sp == sp
     if caller_sp <= sp and not leaf:
         return Caller(ending=Ending.INNER, unwound=unwound)
+    if caller_pc < 16:
+        return Caller(registers=caller, ending=Ending.NO_RETURN_ADDRESS, unwound=unwound)
     return Caller(registers=caller, unwound=unwound)
