@@ -3,7 +3,7 @@ functions need (ranges, sibling, call site), every other attribute skipped by it
 
 pyelftools decodes every attribute of every entry it passes (65 µs each); finding the
 function holding a pc in CPython's ceval.c passes thousands.  Anything unusual here
-(64-bit DWARF, a form not listed) raises Unsupported: the caller asks pyelftools."""
+(64-bit DWARF, a form not listed) raises UnsupportedDwarf: the caller asks pyelftools."""
 
 from functools import lru_cache
 from typing import Dict, List, NamedTuple, Optional, Tuple
@@ -35,7 +35,7 @@ REFERENCES = {"DW_FORM_ref1", "DW_FORM_ref2", "DW_FORM_ref4", "DW_FORM_ref8",
 MAX_ENTRIES = 2_000_000  # entries passed in one unit: a bound against garbage
 
 
-class Unsupported(Exception):
+class UnsupportedDwarf(Exception):
     """Something this pass does not decode: let pyelftools do it."""
 
 
@@ -44,7 +44,7 @@ def string_end(data, at: int) -> int:
     has ``find`` but no ``index``)."""
     end = data.find(b"\0", at)
     if end < 0:
-        raise Unsupported("a string without its end")
+        raise UnsupportedDwarf("a string without its end")
     return end
 
 
@@ -57,7 +57,7 @@ class Entry(NamedTuple):
 
 
 # DWARF's numbers by name: every form (an unknown one is passed on as its number, and
-# Unsupported when met), the attributes in KEPT and the tags the reader looks for;
+# UnsupportedDwarf when met), the attributes in KEPT and the tags the reader looks for;
 # other attributes and tags are only skipped or compared, so their numbers do.
 FORMS = {
     0x01: "DW_FORM_addr", 0x03: "DW_FORM_block2", 0x04: "DW_FORM_block4",
@@ -233,7 +233,7 @@ class Skimmer:
 
     def __init__(self, cu, data: bytes, abbrevs: bytes, section, more_abbrevs=None):
         if cu.structs.dwarf_format != 32 or cu.structs.address_size != 8:
-            raise Unsupported("64-bit DWARF or 32-bit addresses")
+            raise UnsupportedDwarf("64-bit DWARF or 32-bit addresses")
         self.cu = cu
         self.data = data
         self.base = cu.cu_offset
@@ -253,7 +253,7 @@ class Skimmer:
         data = self._section(table)
         at = self._bases.get(base)
         if data is None or at is None or at + (index + 1) * size > len(data):
-            raise Unsupported(f"{table} entry {index}")
+            raise UnsupportedDwarf(f"{table} entry {index}")
         at += index * size
         return int.from_bytes(data[at:at + size], "little")
 
@@ -264,7 +264,7 @@ class Skimmer:
             return value
         if form in ADDRX:
             return self._indexed("addr", "DW_AT_addr_base", value, 8)
-        raise Unsupported(form)
+        raise UnsupportedDwarf(form)
 
     def range_list(self, kept: Tuple[str, int]) -> int:
         """A kept DW_AT_ranges' offset in its section (DW_FORM_rnglistx through the
@@ -275,12 +275,12 @@ class Skimmer:
                 "rnglists", "DW_AT_rnglists_base", value, 4)
         if form in ("DW_FORM_sec_offset", "DW_FORM_data4", "DW_FORM_data8"):
             return value
-        raise Unsupported(form)
+        raise UnsupportedDwarf(form)
 
     def _abbrev(self, code: int) -> tuple:
         found = self._read.get(code) or self._abbrevs.get(code)
         if found is None:
-            raise Unsupported(f"no abbreviation {code}")
+            raise UnsupportedDwarf(f"no abbreviation {code}")
         return found
 
     def text(self, kept: Tuple[str, int]) -> str:
@@ -296,9 +296,9 @@ class Skimmer:
             value = self._indexed("str_offsets", "DW_AT_str_offsets_base", value, 4)
             data = self._section("str")
         else:
-            raise Unsupported(form)
+            raise UnsupportedDwarf(form)
         if data is None:
-            raise Unsupported(f"no section for {form}")
+            raise UnsupportedDwarf(f"no section for {form}")
         end = string_end(data, value)
         return bytes(data[value:end]).decode("utf-8", "replace")
 
@@ -308,7 +308,7 @@ class Skimmer:
         target = self.base + value if form in REFERENCES else (
             value if form == "DW_FORM_ref_addr" else None)
         if target is None or not self.base <= target < self.end:
-            raise Unsupported("a reference out of the unit")
+            raise UnsupportedDwarf("a reference out of the unit")
         return target
 
     def entry(self, offset: int, whole_unit: bool = False) -> Optional[Entry]:
@@ -316,7 +316,7 @@ class Skimmer:
         ``whole_unit``: the unit's own entry, whose children end with the unit."""
         self.passed += 1
         if self.passed > MAX_ENTRIES or not self.base <= offset < self.end:
-            raise Unsupported("runaway pass")
+            raise UnsupportedDwarf("runaway pass")
         data = self.data
         code = data[offset]
         if code < 0x80:
@@ -347,7 +347,7 @@ class Skimmer:
                     kept[name] = (form, at)
                 at = data.find(b"\0", at) + 1
                 if not at:
-                    raise Unsupported("a string without its end")
+                    raise UnsupportedDwarf("a string without its end")
             elif step == BLOCK:
                 length, at = read_uleb(data, at)
                 at += length
@@ -356,7 +356,7 @@ class Skimmer:
             elif step == CONSTANT:
                 kept[name] = (form, size)
             else:
-                raise Unsupported(form)
+                raise UnsupportedDwarf(form)
         if not has_children:
             return Entry(offset, tag, None, at, kept)
         if whole_unit:
@@ -404,7 +404,7 @@ class Skimmer:
                     if skipped is not None and skipped > at:
                         self.passed += 1
                         if self.passed > MAX_ENTRIES:
-                            raise Unsupported("runaway pass")
+                            raise UnsupportedDwarf("runaway pass")
                         at = skipped
                         if tag in wanted:
                             yield None

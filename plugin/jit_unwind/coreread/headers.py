@@ -1,5 +1,5 @@
 """The headers of DWARF's compilation units and line programs, read with struct (32-bit
-DWARF, versions 2 to 5).  Anything else raises Unsupported: the caller asks pyelftools.
+DWARF, versions 2 to 5).  Anything else raises UnsupportedDwarf: the caller asks pyelftools.
 
 The objects answer as pyelftools' do where the reader's code uses them (``cu["..."]``,
 ``cu.structs.address_size``, a line program's ``header["..."]``), so one decoder of
@@ -9,7 +9,7 @@ import io
 from typing import Dict, List, NamedTuple, Optional
 
 from ..elf.leb128 import read_uleb
-from .dies import Unsupported, string_end
+from .dies import UnsupportedDwarf, string_end
 
 DW_UT_COMPILE, DW_UT_PARTIAL = 1, 3
 # Line table entry content types and the forms DWARF 5 headers use for them.
@@ -30,22 +30,22 @@ class UnitHeader:
 
     def __init__(self, data: bytes, offset: int):
         if offset + 11 > len(data):
-            raise Unsupported("a unit header past the section")
+            raise UnsupportedDwarf("a unit header past the section")
         length = int.from_bytes(data[offset:offset + 4], "little")
         if length >= 0xFFFFFFF0:
-            raise Unsupported("64-bit DWARF")
+            raise UnsupportedDwarf("64-bit DWARF")
         version = int.from_bytes(data[offset + 4:offset + 6], "little")
         if 2 <= version <= 4:
             abbrevs = int.from_bytes(data[offset + 6:offset + 10], "little")
             address_size, size = data[offset + 10], 11
         elif version == 5:
             if data[offset + 6] not in (DW_UT_COMPILE, DW_UT_PARTIAL):
-                raise Unsupported(f"unit type {data[offset + 6]}")
+                raise UnsupportedDwarf(f"unit type {data[offset + 6]}")
             address_size = data[offset + 7]
             abbrevs = int.from_bytes(data[offset + 8:offset + 12], "little")
             size = 12
         else:
-            raise Unsupported(f"DWARF version {version}")
+            raise UnsupportedDwarf(f"DWARF version {version}")
         self.cu_offset = offset
         self.cu_die_offset = offset + size
         self.version = version
@@ -74,13 +74,13 @@ class LineProgram:
         at = offset
         length = int.from_bytes(data[at:at + 4], "little")
         if length >= 0xFFFFFFF0:
-            raise Unsupported("64-bit DWARF")
+            raise UnsupportedDwarf("64-bit DWARF")
         end = at + 4 + length
         if end > len(data):
-            raise Unsupported("a line program past its section")
+            raise UnsupportedDwarf("a line program past its section")
         version = int.from_bytes(data[at + 4:at + 6], "little")
         if not 2 <= version <= 5:
-            raise Unsupported(f"line table version {version}")
+            raise UnsupportedDwarf(f"line table version {version}")
         at += 6
         if version >= 5:
             at += 2  # address and segment selector sizes
@@ -110,7 +110,7 @@ class LineProgram:
             header["include_directory"], at = self._strings_until_empty(at)
             header["file_entry"], at = self._files_v4(at)
         if not 0 < start <= end:
-            raise Unsupported("a line program header past its program")
+            raise UnsupportedDwarf("a line program header past its program")
         self.header = header
         # Its opcodes alone (the section may be read only in parts: no copy of it all)
         self.stream = io.BytesIO(bytes(data[start:end]))
@@ -171,7 +171,7 @@ class LineProgram:
             table = self._line_strings if form == FORM_LINE_STRP else self._strings
             offset = int.from_bytes(data[at:at + 4], "little")
             if table is None or offset >= len(table):
-                raise Unsupported("a string outside its section")
+                raise UnsupportedDwarf("a string outside its section")
             return bytes(table[offset:string_end(table, offset)]), at + 4
         if form == FORM_UDATA:
             return read_uleb(data, at)
@@ -180,5 +180,5 @@ class LineProgram:
             return None, at + length
         size = FORM_SIZES.get(form)
         if size is None:
-            raise Unsupported(f"line table form {form:#x}")
+            raise UnsupportedDwarf(f"line table form {form:#x}")
         return int.from_bytes(data[at:at + size], "little"), at + size

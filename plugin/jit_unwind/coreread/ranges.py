@@ -4,7 +4,7 @@
 from typing import Callable, List, Tuple
 
 from ..elf.leb128 import read_uleb
-from .dies import Unsupported
+from .dies import UnsupportedDwarf
 
 MAX_ENTRIES = 100_000  # in one list: a bound against garbage
 BASE_SELECTION = 0xFFFFFFFFFFFFFFFF
@@ -14,7 +14,7 @@ BASE_SELECTION = 0xFFFFFFFFFFFFFFFF
 
 def _u64(data: bytes, at: int) -> int:
     if at + 8 > len(data):
-        raise Unsupported("a range list past its section")
+        raise UnsupportedDwarf("a range list past its section")
     return int.from_bytes(data[at:at + 8], "little")
 
 
@@ -31,7 +31,7 @@ def ranges_v4(data: bytes, offset: int, base: int) -> List[Tuple[int, int]]:
             base = end
         else:
             found.append((base + begin, base + end))
-    raise Unsupported("a range list without its end")
+    raise UnsupportedDwarf("a range list without its end")
 
 
 def ranges_v5(data: bytes, offset: int, base: int, address: Callable[[int], int]
@@ -42,7 +42,7 @@ def ranges_v5(data: bytes, offset: int, base: int, address: Callable[[int], int]
     at = offset
     for _ in range(MAX_ENTRIES):
         if at >= len(data):
-            raise Unsupported("a range list past its section")
+            raise UnsupportedDwarf("a range list past its section")
         kind = data[at]
         at += 1
         if kind == RLE_END_OF_LIST:
@@ -74,5 +74,5 @@ def ranges_v5(data: bytes, offset: int, base: int, address: Callable[[int], int]
             length, at = read_uleb(data, at + 8)
             found.append((start, start + length))
         else:
-            raise Unsupported(f"range list entry kind {kind}")
-    raise Unsupported("a range list without its end")
+            raise UnsupportedDwarf(f"range list entry kind {kind}")
+    raise UnsupportedDwarf("a range list without its end")

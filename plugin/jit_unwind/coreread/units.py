@@ -9,7 +9,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
 
 from ..elf.pyelftools_errors import pyelftools_errors
 from ..elf.source_paths import shown_source_path
-from .dies import ADDRX, Skimmer, Unsupported
+from .dies import ADDRX, Skimmer, UnsupportedDwarf
 from .headers import LineProgram, UnitHeader
 from .lines import LineTable
 from .ranges import ranges_v4, ranges_v5
@@ -64,7 +64,7 @@ class _Skimmed:
         self.skimmer = Skimmer(unit.cu, *sections)
         top = self.skimmer.entry(unit.cu.cu_die_offset, whole_unit=True)
         if top is None:
-            raise Unsupported("a null unit entry")
+            raise UnsupportedDwarf("a null unit entry")
         self._top = top
         kept = top.attributes
         self.skimmer.set_bases(kept)
@@ -81,7 +81,7 @@ class _Skimmed:
         for _ in range(MAX_ORIGIN):
             entry = self.skimmer.entry(offset)
             if entry is None:
-                raise Unsupported("a reference to a null entry")
+                raise UnsupportedDwarf("a reference to a null entry")
             kept = entry.attributes
             for key in ("DW_AT_linkage_name", "DW_AT_MIPS_linkage_name"):
                 if key in kept and linkage is None:
@@ -182,12 +182,12 @@ class Unit:
         try:
             info, abbrevs = sections.unit_bytes(offset), sections.prefix("abbrev", 0)
             if info is None or abbrevs is None:
-                raise Unsupported("no .debug_info or .debug_abbrev")
+                raise UnsupportedDwarf("no .debug_info or .debug_abbrev")
             self.cu = UnitHeader(info, offset)
             self.walk = _Skimmed(self, (info, abbrevs, sections.get,
                                         lambda end: sections.prefix("abbrev", end)))
             self._index()
-        except Unsupported:
+        except UnsupportedDwarf:
             self._use_pyelftools()
 
     def _use_pyelftools(self) -> None:
@@ -249,7 +249,7 @@ class Unit:
                 return ranges_v5(new, offset, self.base, lambda index: skimmer._indexed(
                     "addr", "DW_AT_addr_base", index, 8))
         except (IndexError, ValueError) as error:
-            raise Unsupported(f"range list at {offset:#x}") from error
+            raise UnsupportedDwarf(f"range list at {offset:#x}") from error
         return []
 
     def _parsed_ranges(self, offset: int) -> List[Tuple[int, int]]:
@@ -282,7 +282,7 @@ class Unit:
                 if line is not None:
                     return LineProgram(line, self.stmt_list, self.sections.get("str"),
                                        self.sections.get("line_str"))
-            except (Unsupported, IndexError, ValueError):
+            except (UnsupportedDwarf, IndexError, ValueError):
                 pass
             dwarf = self.sections.pyelftools_dwarf()
             return dwarf._parse_line_program_at_offset(
@@ -332,7 +332,7 @@ class Unit:
         if offset not in self._names:
             try:
                 self._names[offset] = self.walk.name(offset)
-            except Unsupported:
+            except UnsupportedDwarf:
                 self._names[offset] = self.parsed_name(offset)
         return self._names[offset]
 
@@ -363,7 +363,7 @@ class Unit:
         first; [] when no function of this unit holds it."""
         try:
             return self._chain(address)
-        except Unsupported:
+        except UnsupportedDwarf:
             self._use_pyelftools()
             return self._chain(address)
 

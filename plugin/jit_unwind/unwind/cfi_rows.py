@@ -31,7 +31,7 @@ ROWS_KEPT = 4096  # rows looked up by pc, per file
 _PCREL = 0x10  # the high nibble's application this reader computes (and absolute)
 
 
-class Unsupported(Exception):
+class UnsupportedCfi(Exception):
     """Something this reader does not decode: no rules there."""
 
 
@@ -67,7 +67,7 @@ class RegisterRule(NamedItems):
 def _pointer_format(encoding: int) -> str:
     fmt = POINTER_FORMATS.get(encoding & 0x0F)
     if fmt is None:
-        raise Unsupported(f"pointer encoding {encoding:#x}")
+        raise UnsupportedCfi(f"pointer encoding {encoding:#x}")
     return fmt
 
 
@@ -75,7 +75,7 @@ def _address_format(encoding: int) -> str:
     """The format of an address this reader computes itself (an FDE's start when no
     search table gives it, DW_CFA_set_loc's operand): absolute or pc-relative."""
     if encoding & 0x70 not in (0, _PCREL) or encoding & 0x80:
-        raise Unsupported(f"address encoding {encoding:#x}")
+        raise UnsupportedCfi(f"address encoding {encoding:#x}")
     return _pointer_format(encoding)
 
 
@@ -149,7 +149,7 @@ class EhFrame:
             return None
         try:
             return self._row(*self.index[index], pc)
-        except (Unsupported, IndexError, ValueError, struct.error, KeyError):
+        except (UnsupportedCfi, IndexError, ValueError, struct.error, KeyError):
             return None
 
     def fdes(self) -> List[Tuple[int, int, int]]:
@@ -158,7 +158,7 @@ class EhFrame:
         for start, offset in self.index:
             try:
                 _cie, _at, size, _end = self._fde(offset)
-            except (Unsupported, IndexError, ValueError, struct.error, KeyError):
+            except (UnsupportedCfi, IndexError, ValueError, struct.error, KeyError):
                 continue
             found.append((start, start + size, offset))
         return found
@@ -169,7 +169,7 @@ class EhFrame:
         table: List[dict] = []
         try:
             self._row(start, offset, None, table)
-        except (Unsupported, IndexError, ValueError, struct.error, KeyError):
+        except (UnsupportedCfi, IndexError, ValueError, struct.error, KeyError):
             return None
         return table
 
@@ -179,7 +179,7 @@ class EhFrame:
         data = self.data
         length, pointer = struct.unpack_from("<Ii", data, offset)
         if length == 0xFFFFFFFF:
-            raise Unsupported("64-bit CFI")
+            raise UnsupportedCfi("64-bit CFI")
         end = offset + 4 + length
         cie = self._cie(offset + 4 - pointer)
         fmt = _pointer_format(cie.fde_encoding)
@@ -190,7 +190,7 @@ class EhFrame:
             skip, at = read_uleb(data, at)
             at += skip
         if end > len(data):
-            raise Unsupported("an FDE past the section's end")
+            raise UnsupportedCfi("an FDE past the section's end")
         return cie, at, size, end
 
     def _row(self, start: int, offset: int, pc: Optional[int],
@@ -217,7 +217,7 @@ class EhFrame:
                     cie = self._cie(at + 4 - pointer)
                     fmt = _address_format(cie.fde_encoding)
                     (value,) = struct.unpack_from(fmt, data, at + 8)
-                except (Unsupported, IndexError, ValueError, struct.error, KeyError):
+                except (UnsupportedCfi, IndexError, ValueError, struct.error, KeyError):
                     cie = None
                 if cie is not None:
                     if cie.fde_encoding & 0x70 == _PCREL:
@@ -237,14 +237,14 @@ class EhFrame:
         data = self.data
         length, identifier = struct.unpack_from("<II", data, offset)
         if length == 0xFFFFFFFF or identifier != 0:
-            raise Unsupported("not a 32-bit CIE")
+            raise UnsupportedCfi("not a 32-bit CIE")
         end = offset + 4 + length
         version = data[offset + 8]
         at = data.index(b"\0", offset + 9)
         augmentation = bytes(data[offset + 9:at])
         at += 1
         if b"eh" in augmentation:
-            raise Unsupported("an 'eh' augmentation")
+            raise UnsupportedCfi("an 'eh' augmentation")
         code_align, at = read_uleb(data, at)
         data_align, at = read_sleb(data, at)
         if version == 1:
@@ -267,7 +267,7 @@ class EhFrame:
                 elif letter in (ord("S"), ord("B")):
                     pass
                 else:
-                    raise Unsupported(f"augmentation {augmentation!r}")
+                    raise UnsupportedCfi(f"augmentation {augmentation!r}")
         cie = _Cie(code_align, data_align, encoding, augmented, {})
         initial = self._run(at, end, cie, {"cfa": CFARule(None, 0), "pc": 0}, None)
         cie.initial = {k: v for k, v in initial.items() if k != "pc"}
@@ -328,11 +328,11 @@ class EhFrame:
                 row[register] = RegisterRule("REGISTER", other)
             elif op == 0x0A:  # remember_state
                 if len(states) >= MAX_STATES:
-                    raise Unsupported("too many remembered states")
+                    raise UnsupportedCfi("too many remembered states")
                 states.append(dict(row))
             elif op == 0x0B:  # restore_state
                 if not states:
-                    raise Unsupported("restore_state without remember_state")
+                    raise UnsupportedCfi("restore_state without remember_state")
                 location_now = row["pc"]
                 row = states.pop()
                 row["pc"] = location_now
@@ -367,17 +367,17 @@ class EhFrame:
             elif op == 0x2E:  # GNU_args_size: for landing pads, nothing for the rules
                 _size, at = read_uleb(data, at)
             else:
-                raise Unsupported(f"CFA opcode {op:#x}")
+                raise UnsupportedCfi(f"CFA opcode {op:#x}")
             if location is not None:
                 if pc is not None and location > pc:
                     return row
                 if table is not None:
                     if len(table) >= MAX_ROWS:
-                        raise Unsupported("too many rows")
+                        raise UnsupportedCfi("too many rows")
                     table.append(dict(row))
                 row["pc"] = location
         else:
-            raise Unsupported("too many instructions")
+            raise UnsupportedCfi("too many instructions")
         if table is not None:
             table.append(dict(row))
         return row

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, List, Optional, Tuple
 
 from ..model import UnwindMethod, Unwound
 from .cfi import OUTERMOST, caller_registers
-from .cfi_rows import EhFrame, Unsupported
+from .cfi_rows import EhFrame, UnsupportedCfi
 from .context import UnwindContext
 
 MAX_TABLES = 4096
@@ -36,7 +36,7 @@ def read_fdes(eh_frame: bytes, address: int) -> List[Fde]:
         entries = [(start, end, table.rows(start, offset))
                    for start, end, offset in table.fdes()]
     # Bytes that are no .eh_frame: no rules (cfi_rows' errors for what it cannot read).
-    except (Unsupported, IndexError, ValueError, struct.error, KeyError):
+    except (UnsupportedCfi, IndexError, ValueError, struct.error, KeyError):
         return []
     return [(start, end, rows) for start, end, rows in entries if rows is not None]
 
