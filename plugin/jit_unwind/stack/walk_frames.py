@@ -17,7 +17,7 @@ from .frame_label import bt_label, python_name, unnamed_jit_name, walk_stopped
 from ..records import record
 from ..target import JitUnwindError
 from ..stop.cache import StopCache
-from ..model import MAX_FRAMES
+from ..model import MAX_FRAMES, Text
 from .frames import classify, nocfi_name
 from .thread_walk import Step
 
@@ -119,15 +119,21 @@ def python_below(cache: StopCache, thread_id: int, frames: Sequence["SteppedFram
     return below
 
 
-# What a frame provider shows for a step (Shown.kind).
-INPUT = "input"  # the input frame ``index`` as LLDB made it
-BY_PC = "by-pc"  # a frame LLDB symbolises at ``pc`` itself (our symbol file's module)
-NATIVE = "native"  # a native caller at return address ``pc``: LLDB's symbols at pc - 1
-NAMED = "named"  # ``name`` (and ``source``) at ``pc``; no pc: a note or a Python frame
+class ShownKind(Text):
+    """What a frame provider shows for a step (``Shown.kind``)."""
+
+    INPUT = "input"  # the input frame ``index`` as LLDB made it
+    BY_PC = "by-pc"  # a frame LLDB symbolises at ``pc`` itself (our symbol file's module)
+    NATIVE = "native"  # a native caller at return address ``pc``: LLDB's symbols at pc - 1
+    NAMED = "named"  # ``name`` (and ``source``) at ``pc``; no pc: a note or a Python frame
+
+
+INPUT, BY_PC = ShownKind.INPUT, ShownKind.BY_PC
+NATIVE, NAMED = ShownKind.NATIVE, ShownKind.NAMED
 
 
 class Shown(NamedTuple):  # a tuple: a stack of thousands costs least to make
-    kind: str
+    kind: ShownKind
     # (the field shadows tuple.index, a method no one calls on a Shown)
     index: Optional[int] = None  # type: ignore[assignment]
     pc: Optional[int] = None
