@@ -263,3 +263,22 @@ def test_no_import_cycles():
 def test_the_root_holds_few_modules():
     root = sorted(path.name for path in PACKAGE.glob("*.py"))
     assert len(root) <= MAX_ROOT_MODULES, root
+
+
+def test_every_reader_takes_the_one_native_step():
+    """One walk: the reader without a debugger and LLDB's walk take a frame's caller
+    from unwind/native_step (native_caller), GDB's unwinder its first part; the
+    files' CFI is read nowhere else outside unwind/."""
+    graph = _graph()
+    assert "unwind.native_step" in graph["coreread.frames"]
+    assert "unwind.native_step" in graph["stack.thread_walk"]
+    unwinder = (PACKAGE / "gdb" / "unwinder.py").read_text()
+    assert "from ..unwind import native_step" in unwinder
+    readers = [module for module, targets in graph.items()
+               if not module.startswith("unwind.") and "unwind.cfi" in targets]
+    assert readers == []
+    for module in ("coreread.frames", "stack.thread_walk"):
+        path = PACKAGE.joinpath(*module.split(".")).with_suffix(".py")
+        text = path.read_text()
+        assert "native_caller(" in text
+        assert "unwind_with_cfi" not in text and "unwind_jit_frame" not in text
