@@ -7,6 +7,7 @@ directories; the perf maps are real files in /tmp, named by real pids."""
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -75,6 +76,29 @@ def test_doctor_names_each_debugger_and_its_python(tmp_path):
     for line in ("  pyelftools: ok", "  tabulate: ok"):
         assert line in text
     assert "ptrace: allowed" in text
+
+
+@pytest.mark.skipif(not shutil.which("lldb-19"), reason="Debian's lldb-19 is not installed")
+def test_doctor_names_the_python_lldb_19_embeds_in_an_activated_venv(tmp_path):
+    """lldb-19 embeds Debian's libpython: in an activated virtual environment its
+    Python took the venv for its prefix (through the venv's python3, first on PATH).
+    doctor names the system Python, as lldb-19 run outside the venv does, and the
+    venv's python3 is still the one PATH finds for the user's programs."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    system = subprocess.run(["/usr/bin/python3", "-c", "import sys; "
+                             "print(sys.version.split()[0], sys.prefix)"],
+                            capture_output=True, text=True, check=True).stdout.split()
+    own = subprocess.run(["lldb-19", "--no-lldbinit", "-b", "-o", "script import sys; "
+                          "print('embeds', sys.version.split()[0])"], capture_output=True,
+                         text=True, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    assert f"embeds {system[0]}" in own.stdout, own
+    env = {"PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}",
+           "VIRTUAL_ENV": str(venv)}
+    result = doctor(tmp_path, env=env)
+    line = next(line for line in result.stdout.splitlines() if line.startswith("lldb-19: "))
+    assert line == f"lldb-19: {shutil.which('lldb-19')}, Python {system[0]} ({system[1]})", \
+        result.stdout
 
 
 def test_doctor_lists_perf_maps_of_running_and_exited_processes(

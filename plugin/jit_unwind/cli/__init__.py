@@ -13,7 +13,9 @@ EPILOG = """exit status:
   0  success
   1  the debugger failed, or found no Python in the process
   2  usage error: bad arguments, a core, executable or process that cannot be found,
-     a compressed core cut short or whose decompressor is not installed
+     a core cut short before its notes, an executable that is not the core's program
+     (core --force reads it anyway), a compressed core cut short or whose
+     decompressor is not installed
   141  the reader of the output stopped early (`| head`), quietly"""
 
 

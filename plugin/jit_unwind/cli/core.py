@@ -26,11 +26,18 @@ def add_parser(subparsers, epilog: str) -> None:
                         help="where the files the core's program loaded are (GDB's "
                              "'set sysroot'; also for --debugger none), e.g. an aarch64 "
                              "root for a core from qemu-aarch64")
+    parser.add_argument("--force", action="store_true",
+                        help="read the core with EXECUTABLE even when it is not the "
+                             "program the core was made of (its build ID or layout "
+                             "differs); the stacks may then be wrong, and it says so")
     add_stack_options(parser)
     parser.set_defaults(run=run)
 
 
 def _readable(path: str, what: str) -> None:
+    if os.path.isdir(path):
+        article = "an" if what[0] in "aeiou" else "a"
+        raise CliError(f"{path} is a directory, not {article} {what}")
     if not os.path.isfile(path):
         raise CliError(f"{what} {path} not found")
     if not os.access(path, os.R_OK):
@@ -50,6 +57,11 @@ def find_executable(core: str, shown: str = "") -> str:
         raise CliError(f"{shown} does not name its executable: give it, "
                        "jit-unwind core CORE EXECUTABLE")
     if not os.path.isfile(named):
+        from .core_check import CoreProgram, wanted
+        try:
+            named = wanted(CoreProgram(core), named)
+        except (OSError, ValueError):  # the path alone then
+            pass
         raise CliError(f"{shown} was made of {named}, which is not on this machine: "
                        "give a copy, jit-unwind core CORE EXECUTABLE")
     return named
@@ -104,11 +116,50 @@ def _run(options, core: str) -> int:
     machine = core_machine(core)
     if machine not in (EM_X86_64, EM_AARCH64):
         raise CliError(f"{options.core} is not an x86-64 or aarch64 core file")
+    from .core_check import check_notes
+    check_notes(core, options.core)
     if options.executable:
         executable = options.executable
     else:
         executable = find_executable(core, options.core)
+    warning = check_executable(core, executable, options)
+    if not options.executable:
         print(f"jit-unwind: executable {executable} (named by the core)", file=sys.stderr)
+    status = _read(options, core, executable, machine)
+    if warning:
+        print(warning, file=sys.stderr)
+    return status
+
+
+def check_executable(core: str, executable: str, options) -> str:
+    """CliError when ``executable`` is no program, or not the one the core was made of
+    (with ``--force``: the warning to print under the stacks instead); "" when it is."""
+    from .core_check import CoreProgram, mismatch, read_executable, wanted
+    try:
+        program = CoreProgram(core)
+    except (OSError, ValueError):  # the readers say what is wrong with the core
+        program = None
+    named = (program.path if program else None) or _named(core)
+    given = read_executable(executable, named)
+    why = mismatch(program, given) if program else None
+    if why is None:
+        return ""
+    assert program is not None
+    if options.executable:
+        text = (f"{executable} is not the program {options.core} was made of, "
+                f"{wanted(program, named)}: {why}")
+        fix = f"give that file, or --force to read the core with {executable} anyway"
+    else:
+        text = (f"{options.core} was made of {wanted(program, named)}, but the file there "
+                f"now is another: {why}")
+        fix = ("give a copy of the one it was made of (jit-unwind core CORE EXECUTABLE), "
+               "or --force to read the core with this one anyway")
+    if not options.force:
+        raise CliError(f"{text}; {fix}")
+    return f"jit-unwind: warning: {text}; read anyway (--force): the stacks may be wrong"
+
+
+def _read(options, core: str, executable: str, machine: int) -> int:
     if options.debugger == "none":
         from .in_process import NONE, run_core
         named = executable if not options.executable else _named(core)

@@ -146,12 +146,33 @@ def _decompressed_debug_files(core: str, executable: str) -> List[str]:
 
 def debugger_env(debugger: Debugger) -> dict:
     """The environment to run a debugger in: a Python path meant for this Python would
-    break the debugger's own embedded one (lldb-19's, Debian GDB's)."""
+    break the debugger's own embedded one (lldb-19's, Debian GDB's).
+
+    An LLDB that embeds a Python of its own (Debian's lldb-19: the system's
+    libpython3.11) lets that Python find its prefix as a python started as ``python3``
+    does, by the first ``python3`` on PATH: in an activated virtual environment that is
+    the venv's, whose pyvenv.cfg then makes the venv its prefix, and the standard library
+    of the Python the venv was made from its own (another build's, even another
+    version's). PATH without the environments' directories keeps it on its own. An
+    LLDB installed in this Python's environment (lldb-for-pwndbg) embeds this Python:
+    its PATH is left alone."""
     env = dict(os.environ)
     if debugger.kind == "lldb":
         for name in ("PYTHONHOME", "PYTHONPATH"):
             env.pop(name, None)
+        if not _in_environment(debugger.path):
+            env["PATH"] = os.pathsep.join(
+                entry for entry in env.get("PATH", "").split(os.pathsep)
+                if not _in_environment(os.path.join(entry, "python3")))
+            env.pop("VIRTUAL_ENV", None)
     return env
+
+
+def _in_environment(path: str) -> bool:
+    """``path`` is a program in a bin directory of a virtual or conda environment."""
+    top = os.path.dirname(os.path.dirname(os.path.abspath(path)))
+    return (os.path.isfile(os.path.join(top, "pyvenv.cfg"))
+            or os.path.isdir(os.path.join(top, "conda-meta")))
 
 
 class BatchResult:

@@ -23,10 +23,20 @@ def add_parser(subparsers, epilog: str) -> None:
 def run(options) -> int:
     debugger = find_debugger(options.debugger)
     argv = plugin_argv(debugger)
-    if options.program:
-        argv += ["--args" if debugger.kind == "gdb" else "--", *options.program]
+    env = debugger_env(debugger)
+    program = list(options.program)
+    if env.get("PATH") != os.environ.get("PATH"):
+        # LLDB's own Python got a PATH without virtual environments (debugger_env): the
+        # program is still the one the user's PATH finds, and runs with that PATH.
+        import shutil
+        if program:
+            program[0] = shutil.which(program[0]) or program[0]
+        path = os.environ.get("PATH", "").replace("\\", "\\\\").replace('"', '\\"')
+        argv[1:1] = ["-O", f'settings set target.env-vars "PATH={path}"']
+    if program:
+        argv += ["--args" if debugger.kind == "gdb" else "--", *program]
     try:
-        os.execve(argv[0], argv, debugger_env(debugger))
+        os.execve(argv[0], argv, env)
     except OSError as error:
         raise CliError(f"cannot run {argv[0]}: {error}") from None
     return 0  # not reached
