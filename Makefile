@@ -87,7 +87,7 @@ $(VENV)/.installed: requirements-test.txt setup.cfg
 
 fixtures: $(BUILD)/toyjit $(BUILD)/deepstack $(BUILD)/jitdump_jit $(BUILD)/manyjit $(BUILD)/nocfi \
           $(BUILD)/remapped_entry $(BUILD)/runtimes/Hot.class cpython-fixtures aarch64-fixtures \
-          $(BUILD)/cxx_args_size
+          $(BUILD)/cxx_args_size $(BUILD)/stop_loop
 
 # The CPython test interpreters of tests/jit_python.py, once per machine into
 # ~/.cache/jit-unwind: unpacked from ../shared/cpython when it has them (seconds), else
