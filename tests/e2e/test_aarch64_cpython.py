@@ -17,7 +17,7 @@ import pytest
 
 from tests import aarch64
 from tests.driver import MIXED_JSON
-from tests.e2e.test_cli import jit_unwind
+from tests.e2e.test_cli import assert_one_line_error, jit_unwind
 from tests.jit_python import aarch64_python
 from tests.lldb_driver import run_lldb
 from tests.python_expect import RECURSE
@@ -127,3 +127,19 @@ def test_cores_through_the_cli(python314, cores, case, debugger, tmp_path):
         check_cpython_jit(document, "kill")
     else:
         check_recursion(document, DEPTH, perf=True)
+
+
+@pytest.mark.parametrize("debugger", ["none", "lldb"])
+def test_the_cli_refuses_another_program_for_a_qemu_core(python314, cores, debugger):
+    """A qemu core has no file list and none of the program's code: the auxv's entry
+    point, from the program headers, tells another aarch64 program (the sysroot's
+    python3.11), and an x86-64 file is told by its machine (issue 34, item 4)."""
+    other = aarch64.PYTHON311
+    result = jit_unwind("core", cores["jit"], other, "--sysroot", aarch64.SYSROOT,
+                        "--debugger", debugger)
+    assert_one_line_error(result, 2, [f"{other} is not the program", str(python314),
+                                      "its entry point is not where the core's auxiliary "
+                                      "vector has it", "--force"])
+    result = jit_unwind("core", cores["jit"], "/bin/ls", "--debugger", debugger)
+    assert_one_line_error(result, 2, ["/bin/ls is not the program",
+                                      "it is an x86-64 file, the core an aarch64 process's"])

@@ -20,9 +20,9 @@ from ..elf.notes import NOTE_HEADER, PT_LOAD, PT_NOTE, program_headers
 from .errors import CliError
 
 ET_EXEC, ET_DYN, ET_CORE = 2, 3, 4
-PT_INTERP = 3
+PT_INTERP, PT_PHDR = 3, 6
 NT_GNU_BUILD_ID = 3
-AT_PHDR, AT_ENTRY = 3, 9
+AT_PHDR, AT_ENTRY, AT_EXECFN = 3, 9, 31
 MACHINES = {62: "x86-64", 183: "aarch64", 3: "i386", 40: "arm", 243: "riscv"}
 # The dynamic linker's names: ld-linux-x86-64.so.2, ld-linux-aarch64.so.1, ld.so, ld-2.31.so.
 _DYNAMIC_LINKER = re.compile(r"^ld(?:-linux[\w-]*|64)?(?:-[\d.]+)?\.so(?:\.\d+)*$")
@@ -61,7 +61,7 @@ class CoreProgram:
     build ID, and the core's machine; and every file the core maps (path -> mappings)."""
 
     def __init__(self, core: str):
-        from ..regions.corefile import _auxv_value, _core_memory, _core_notes
+        from ..regions.corefile import _auxv_value, _core_memory, _core_notes, _string_at
         with open(core, "rb") as handle:
             headers = program_headers(handle)
             handle.seek(18)
@@ -77,14 +77,20 @@ class CoreProgram:
             self.mappings = self.files.get(self.path, []) if self.path else []
             self.build_ids = {path: _mapped_build_id(read, mappings)
                               for path, mappings in self.files.items()}
+            # Without NT_FILE (qemu's cores, which hold no code either): where the
+            # program's entry point is from its program headers, as the auxv says.
+            self.entry_from_headers: Optional[int] = None
             if self.path:
                 self.build_id = self.build_ids.get(self.path)
-            else:  # no NT_FILE (qemu's cores): the headers AT_PHDR points at
+            else:  # the headers AT_PHDR points at
                 phdr = _auxv_value(auxv, AT_PHDR) or 0
                 self.build_id = _build_id_at(read, phdr & ~0xFFF) if phdr else None
-
-    def through_dynamic_linker(self) -> bool:
-        return bool(self.path and _DYNAMIC_LINKER.match(os.path.basename(self.path)))
+                if phdr and entry:
+                    self.entry_from_headers = entry - phdr
+            execfn = _auxv_value(auxv, AT_EXECFN)
+            name = self.path or (_string_at(handle, headers, execfn) if execfn else None)
+        # ``ld.so PROGRAM``: the auxv and the program named are the dynamic linker's.
+        self.named_linker = bool(name and _DYNAMIC_LINKER.match(os.path.basename(name)))
 
 
 def _mapped_build_id(read, mappings) -> Optional[str]:
@@ -135,9 +141,10 @@ class GivenFile:
 
     def __init__(self, path: str, machine: int, kind: int, size: int,
                  loads: List[Tuple[int, int, int]], build_id: Optional[str],
-                 interpreted: bool = True):
+                 interpreted: bool = True, entry_from_headers: Optional[int] = None):
         self.path, self.machine, self.kind, self.size = path, machine, kind, size
         self.loads, self.build_id = loads, build_id
+        self.entry_from_headers = entry_from_headers  # e_entry - the headers' address
         self.program = kind == ET_EXEC or interpreted  # not a library: it names an ld.so
 
 
@@ -176,7 +183,20 @@ def read_executable(path: str, core_name: Optional[str] = None) -> GivenFile:
                 build_id = _build_id_in(handle.read(filesz))
         size = os.fstat(handle.fileno()).st_size
     interpreted = any(k == PT_INTERP for k, *_rest in headers)
-    return GivenFile(path, machine, kind, size, loads, build_id, interpreted)
+    return GivenFile(path, machine, kind, size, loads, build_id, interpreted,
+                     _entry_from_headers(start, headers))
+
+
+def _entry_from_headers(header: bytes, headers) -> Optional[int]:
+    """e_entry less the address of the program headers (PT_PHDR's, else where the load
+    that holds them puts them)."""
+    entry, phoff = struct.unpack_from("<QQ", header, 24)
+    phdr = next((vaddr for k, _f, _o, vaddr, _p, _s, _m, _a in headers if k == PT_PHDR),
+                None)
+    if phdr is None:
+        phdr = next((vaddr + phoff - offset for k, _f, offset, vaddr, _p, filesz, _m, _a
+                     in headers if k == PT_LOAD and offset <= phoff < offset + filesz), None)
+    return entry - phdr if entry and phdr is not None else None
 
 
 def _laid_out_as(given: GivenFile, mappings: List[Tuple[int, int, int]]) -> bool:
@@ -218,15 +238,32 @@ def mismatch(core: CoreProgram, given: GivenFile) -> Optional[str]:
     if given.machine != core.machine:
         return (f"it is an {MACHINES.get(given.machine, 'unknown machine')} file, the core "
                 f"an {MACHINES.get(core.machine, 'unknown machine')} process's")
-    if _same(given, core.build_id, core.mappings):
+    if core.build_id and given.build_id:
+        same = core.build_id == given.build_id
+        reason = f"its build ID is {given.build_id}"
+    elif core.mappings:
+        same = _laid_out_as(given, core.mappings)
+        reason = "its segments are not where the core maps the program's"
+    elif not core.named_linker:  # no file list (qemu's cores): the auxv
+        same = _same_entry(core, given)
+        reason = "its entry point is not where the core's auxiliary vector has it"
+    else:
+        same = True
+    if same:
         return None
-    if core.through_dynamic_linker() and given.program and any(
+    if core.named_linker and given.program and any(
             _same(given, core.build_ids.get(path), mappings)
             for path, mappings in core.files.items()):
         return None  # `ld.so PROGRAM`: the core names ld.so; the program is among its files
-    if core.build_id and given.build_id:
-        return f"its build ID is {given.build_id}"
-    return "its segments are not where the core maps the program's"
+    return reason
+
+
+def _same_entry(core: CoreProgram, given: GivenFile) -> bool:
+    """The auxv's entry point lies where the file's would (after its program headers by
+    as many bytes); True when either does not say."""
+    if core.entry_from_headers is None or given.entry_from_headers is None:
+        return True
+    return core.entry_from_headers == given.entry_from_headers
 
 
 def wanted(core: CoreProgram, named: Optional[str]) -> str:
