@@ -122,6 +122,35 @@ def test_a_program_replaced_where_the_core_names_it(debugger, tmp_path):
 
 
 @pytest.mark.parametrize("debugger", ["gdb", "none"])
+def test_a_program_replaced_while_it_ran(debugger, tmp_path):
+    """NT_FILE names it "PATH (deleted)" (an upgrade replaced it): the file now at PATH
+    is read when it is the same build, refused when it is another."""
+    program = tmp_path / "app"
+    shutil.copy("/bin/sleep", program)
+    process = subprocess.Popen([str(program), "30"])
+    try:
+        time.sleep(0.3)
+        program.unlink()
+        shutil.copy("/bin/sleep", program)
+        core = tmp_path / "app.core"
+        subprocess.run([str(GDB_BINARIES["gdb13"]), "-nx", "-q", "-batch", "-iex",
+                        "set debuginfod enabled off", "-p", str(process.pid),
+                        "-ex", f"gcore {core}"], capture_output=True, timeout=120,
+                       stdin=subprocess.DEVNULL)
+    finally:
+        process.kill()
+        process.wait()
+    result = jit_unwind("core", "--debugger", debugger, core)
+    assert result.returncode == 1, result  # read: a C program has no Python frames
+    assert f"executable {program} (named by the core)" in result.stderr, result.stderr
+    assert "__libc_start_main" in result.stdout, result.stdout
+    shutil.copy("/bin/ls", program)
+    assert_one_line_error(jit_unwind("core", "--debugger", debugger, core), 2, [
+        f"was made of {program} (deleted) (build ID {build_id('/bin/sleep')}), but the "
+        "file there now is another"])
+
+
+@pytest.mark.parametrize("debugger", ["gdb", "none"])
 def test_a_program_that_is_gone(debugger, tmp_path):
     program = tmp_path / "app"
     shutil.copy("/bin/sleep", program)

@@ -44,6 +44,9 @@ def _readable(path: str, what: str) -> None:
         raise CliError(f"{what} {path} cannot be read (permission denied)")
 
 
+DELETED = " (deleted)"  # how NT_FILE names a file removed or replaced since it was mapped
+
+
 def find_executable(core: str, shown: str = "") -> str:
     """The executable the core names, checked to exist here; ``shown``: the core's name
     in messages (the compressed file the user gave)."""
@@ -56,6 +59,10 @@ def find_executable(core: str, shown: str = "") -> str:
     if not named:
         raise CliError(f"{shown} does not name its executable: give it, "
                        "jit-unwind core CORE EXECUTABLE")
+    if named.endswith(DELETED) and os.path.isfile(named[:-len(DELETED)]):
+        # Replaced while it ran (an upgrade): the file there now, if it is the same build
+        # (check_executable says).
+        return named[:-len(DELETED)]
     if not os.path.isfile(named):
         from .core_check import CoreProgram, wanted
         try:
@@ -162,7 +169,7 @@ def check_executable(core: str, executable: str, options) -> str:
 def _read(options, core: str, executable: str, machine: int) -> int:
     if options.debugger == "none":
         from .in_process import NONE, run_core
-        named = executable if not options.executable else _named(core)
+        named = _named(core) or executable  # the path the core maps it under
         return report(run_core(core, executable, named, options), options, NONE,
                       options.core)
     if machine == EM_AARCH64:
