@@ -126,3 +126,21 @@ def test_the_settings_help_lists_every_setting():
                                     "jitdump PATH|auto")
     for setting in settings.for_debugger("lldb"):
         assert f"  {setting.name:<14} {setting.help_for('lldb')}" in text
+
+
+def test_every_module_declaring_a_command_is_loaded_and_no_other():
+    """commands/registry.py imports COMMAND_MODULES at the debugger's start-up: every
+    module of commands/ that declares a command, and none of the others (the renderers
+    would bring the stack's modules into every session's start)."""
+    import ast
+    from pathlib import Path
+
+    from jit_unwind.commands import registry
+    folder = Path(registry.__file__).parent
+    declaring = set()
+    for path in folder.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == "registry" and any(
+                    alias.name == "declare" for alias in node.names):
+                declaring.add(path.stem)
+    assert declaring == set(registry.COMMAND_MODULES)

@@ -5,7 +5,6 @@ returns, so a new command is one new file here (see docs/design.md)."""
 from __future__ import annotations  # annotations unevaluated: less work at load
 
 import importlib
-import os
 from ..records import record
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple, Union
 
@@ -93,15 +92,18 @@ def remove(command: Command) -> None:
 _loaded: List[bool] = []
 
 
+# The modules that declare a command (``declare``): imported at the debugger's start-up,
+# so the package's other modules (the text renderers, the settings) are not.
+COMMAND_MODULES = ("jit_regions", "jit_unwind_settings", "mixed_bt")
+
+
 def _load_all() -> None:
-    """Import every module of this package once: each declares its command.  (A listing
-    of the directory: pkgutil would cost the debugger's start-up its imports.)"""
+    """Import each module of COMMAND_MODULES once: each declares its command."""
     if _loaded:
         return
     package = __name__.rpartition(".")[0]
-    for name in sorted(os.listdir(os.path.dirname(__file__))):
-        if name.endswith(".py") and not name.startswith("_"):
-            importlib.import_module(f"{package}.{name[:-3]}")
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"{package}.{name}")
     _loaded.append(True)
 
 
