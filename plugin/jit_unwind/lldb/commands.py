@@ -10,7 +10,7 @@ from ..commands import CommandError
 from ..commands.lldb_text import class_name, lldb_help, long_help, short_help
 from ..commands.registry import Context, Registered, for_debugger
 from .capabilities import providers_supported
-from .registration import ensure_provider, refresh_providers, want_if_needed
+from .registration import ensure_provider, refresh_providers
 from .settings import changed
 from .state import cache_for
 
@@ -25,7 +25,6 @@ def _context(item: Registered, debugger, exe_ctx) -> Context:
     if not process.IsValid():
         raise CommandError("No process: launch a program or load a core file first.")
     ensure_provider(exe_ctx.GetTarget())
-    want_if_needed(process)
     context.cache = cache_for(process)
     context.process = context.cache.process
     from . import symfile

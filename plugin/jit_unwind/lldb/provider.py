@@ -1,10 +1,8 @@
 """LLDB 22+ scripted frame provider: LLDB's frames, with JIT frames unwound and named,
 and the Python frames each eval-loop and JIT frame runs.
 
-LLDB rebuilds providers at every stop, the dynamic loader's internal stops included, for
-the processes whose threads it applies to (``applies_to_thread``: a process once a
-public stop found JIT code or Python in it, see registration.py); a process with no
-JIT code and no CPython gets LLDB's own frames at once.  Otherwise the
+LLDB rebuilds providers at every stop, the dynamic loader's internal stops included: a
+process with no JIT code and no CPython gets LLDB's own frames at once.  Otherwise the
 thread's walk (``thread_walk.ThreadWalk``) is made once per stop and kept in the StopCache,
 where ``py-mixed-bt`` finds it.  What each step shows (``walk_frames.shown_frames``:
 JIT frames named and marked as GDB's ``bt`` names and marks them, Python frames under
@@ -28,7 +26,6 @@ from ..model import MAX_FRAMES
 from ..stack.walk_frames import (BY_PC, INPUT, NAMED, PASSTHROUGH, provider_walk_key, python_below,
                                  shown_frames)
 from .debugger import build_frames, return_address_frames, symbolised_alike, walk_thread
-from .registration import wanted
 from .reprints import note_answer
 from .settings import debug_log, setting, show_method
 from .state import cache_for
@@ -119,13 +116,6 @@ class CallerFrame(ScriptedFrame):
 
 
 class JitFrameProvider(ScriptedFrameProvider):
-    @staticmethod
-    def applies_to_thread(thread):
-        """No until a public stop finds JIT code or Python in the process: LLDB makes
-        the provider at every stop it applies to, internal ones included
-        (registration.wanted)."""
-        return wanted(thread.GetProcess())
-
     def __init__(self, input_frames, args):
         super().__init__(input_frames, args)
         self._frames = None

@@ -10,23 +10,9 @@ copied to new targets (stop-hooks are).  So:
 - from a listener thread on the target event class ("modules loaded"): covers core
   files, which never stop, shortly after ``target create --core``;
 - from the jit-unwind commands, on their target.
-
-A registered provider costs at every stop LLDB makes, the internal ones included (an
-ignored breakpoint hit, each step of ``next``): LLDB 23 builds each thread's frame list
-through the provider chain (``Thread::GetStackFrameList``), and for that makes the
-provider anew (``ScriptedFrameProvider::CreateInstance``: the Python object, then
-``get_frame_at_index(0)`` through ``SyntheticStackFrameList``), ~0.5 ms a stop even
-for a provider that answers at once.  Only ``applies_to_thread`` runs before that, so
-it says no (``wanted``) until the process needs the provider: a public stop (the
-stop-hooks, ``want_if_needed``) or a jit-unwind command finds JIT code or a CPython
-runtime.  That stop's frames were built already: they are built again
-(``_rebuild_frames``) without telling the threads their stacks changed, so LLDB's event
-thread reprints nothing (see load_core).  A core file or a minidump never stops and
-always gets the provider.
 """
 
 import threading
-from typing import Dict
 
 import lldb
 
@@ -36,50 +22,6 @@ from .reprints import reprints_waited
 PROVIDER = "jit_unwind.lldb.provider.JitFrameProvider"
 _registered = {}  # GloballyUniqueID of a target that has the provider -> provider id
 _lock = threading.Lock()
-# SBProcess.GetUniqueID -> whether its threads get the provider's frames.
-_wanted: Dict[int, bool] = {}
-LIVE_PLUGIN = "gdb-remote"  # LLDB's live processes on Linux (lldb-server)
-
-
-def wanted(process: "lldb.SBProcess") -> bool:
-    """The provider's ``applies_to_thread``, asked at every stop LLDB makes: a
-    dictionary look-up (no SB call here takes LLDB's API lock, which a command on the
-    main thread may hold while the private state thread stops).  A live process starts
-    without the provider; a core file or a minidump has it."""
-    key = process.GetUniqueID()
-    answer = _wanted.get(key)
-    if answer is None:
-        answer = _wanted[key] = process.GetPluginName() != LIVE_PLUGIN
-    return answer
-
-
-def want_if_needed(process: "lldb.SBProcess") -> None:
-    """At a public stop (a stop-hook) or in a jit-unwind command: give ``process`` the
-    provider from now on if it has JIT code or a CPython runtime (or show-method marks
-    every frame), and build this stop's frames again through it."""
-    if not providers_supported() or not process.IsValid() or wanted(process):
-        return
-    from .settings import show_method
-    from .state import cache_for
-    if not (show_method() or cache_for(process).has_jit_or_python()):
-        return
-    _wanted[process.GetUniqueID()] = True
-    _rebuild_frames(process)
-
-
-def _rebuild_frames(process: "lldb.SBProcess") -> None:
-    """Make LLDB build each thread's frames again at this stop, through the provider:
-    the provider is removed and registered again (LLDB clears every thread's frames).
-    ``register write pc`` of each thread's own pc would flush them without telling the
-    event thread, but in a stop-hook LLDB refuses it ("requires a process which is
-    currently stopped": the public state is not stopped yet in synchronous mode)."""
-    target = process.GetTarget()
-    with _lock:
-        provider_id = _registered.pop(target.GetGloballyUniqueID(), None)
-    if provider_id is not None:
-        with reprints_waited(_thread_count(target)):
-            target.RemoveScriptedFrameProvider(provider_id)  # an SBError, never raises
-    ensure_provider(target)
 
 
 def ensure_provider(target: "lldb.SBTarget") -> str:
@@ -149,16 +91,12 @@ class RegisterOnStop:
         pass
 
     def handle_stop(self, exe_ctx, stream):
-        for action in (ensure_provider, _want_if_needed, _refresh_symbol_file):
+        for action in (ensure_provider, _refresh_symbol_file):
             try:
                 action(exe_ctx.GetTarget())
             except Exception:  # LLDB's stop-hook calls in: never disturb a stop
                 pass
         return True
-
-
-def _want_if_needed(target) -> None:
-    want_if_needed(target.GetProcess())
 
 
 def _refresh_symbol_file(target) -> None:

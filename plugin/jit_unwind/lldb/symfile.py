@@ -23,7 +23,6 @@ from .state import cache_for
 
 TRIPLE = "x86_64-unknown-linux-gnu"
 HOOK = "jit_unwind.lldb.symfile.LoadOnStop"
-PROVIDER_HOOK = "jit_unwind.lldb.registration.RegisterOnStop"
 
 # Per target (GloballyUniqueID): its SymbolFiles and the module loaded from it.
 _files: Dict[int, SymbolFiles] = {}
@@ -147,15 +146,12 @@ def install(debugger: "lldb.SBDebugger") -> None:
     targets = [debugger.GetTargetAtIndex(i) for i in range(debugger.GetNumTargets())]
     if providers_supported() and not targets:
         return
-    # With frame providers, registration's hook: it also gives a process the provider
-    # when a stop finds JIT code or Python in it (registration.want_if_needed).
-    hook = PROVIDER_HOOK if providers_supported() else HOOK
     interpreter = debugger.GetCommandInterpreter()
     selected = debugger.GetSelectedTarget()
     for target in targets or [None]:
         if target is not None:
             debugger.SetSelectedTarget(target)
-        interpreter.HandleCommand(f"target stop-hook add -P {hook}",
+        interpreter.HandleCommand(f"target stop-hook add -P {HOOK}",
                                   lldb.SBCommandReturnObject())
     if selected.IsValid():
         debugger.SetSelectedTarget(selected)
