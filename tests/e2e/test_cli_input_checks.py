@@ -40,11 +40,13 @@ def build_id(path) -> str:
     return notes.split("Build ID: ")[1].split()[0]
 
 
-def gcore_of(program, core, *args):
-    """gcore of ``program ARGS`` (a C program: no Python needed) while it sleeps."""
+def gcore_of(program, core, *args, meanwhile=lambda: None):
+    """gcore of ``program ARGS`` (a C program: no Python needed) while it sleeps, after
+    ``meanwhile()``."""
     process = subprocess.Popen([str(program), *map(str, args)])
     try:
         time.sleep(0.3)
+        meanwhile()
         subprocess.run([str(GDB_BINARIES["gdb13"]), "-nx", "-q", "-batch", "-iex",
                         "set debuginfod enabled off", "-p", str(process.pid),
                         "-ex", f"gcore {core}"], capture_output=True, timeout=120,
@@ -127,19 +129,12 @@ def test_a_program_replaced_while_it_ran(debugger, tmp_path):
     is read when it is the same build, refused when it is another."""
     program = tmp_path / "app"
     shutil.copy("/bin/sleep", program)
-    process = subprocess.Popen([str(program), "30"])
-    try:
-        time.sleep(0.3)
+
+    def replace():
         program.unlink()
         shutil.copy("/bin/sleep", program)
-        core = tmp_path / "app.core"
-        subprocess.run([str(GDB_BINARIES["gdb13"]), "-nx", "-q", "-batch", "-iex",
-                        "set debuginfod enabled off", "-p", str(process.pid),
-                        "-ex", f"gcore {core}"], capture_output=True, timeout=120,
-                       stdin=subprocess.DEVNULL)
-    finally:
-        process.kill()
-        process.wait()
+
+    core = gcore_of(program, tmp_path / "app.core", 30, meanwhile=replace)
     result = jit_unwind("core", "--debugger", debugger, core)
     assert result.returncode == 1, result  # read: a C program has no Python frames
     assert f"executable {program} (named by the core)" in result.stderr, result.stderr

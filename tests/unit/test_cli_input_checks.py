@@ -4,7 +4,8 @@ note, and the PATH an LLDB that embeds a Python of its own runs with."""
 
 import struct
 
-from jit_unwind.cli.core_check import GivenFile, _build_id_in, _laid_out_as
+from jit_unwind.cli.core_check import GivenFile, _laid_out_as
+from jit_unwind.elf.notes import gnu_build_id
 from jit_unwind.cli.debuggers import Debugger, debugger_env
 
 # A PIE's PT_LOADs (file offset, address, file size) and where a process mapped them at
@@ -48,9 +49,9 @@ def test_the_gnu_build_id_note_among_others():
     build_id = bytes(range(20))
     data = note(b"GNU\0", 1, b"\0" * 16) + note(b"XYZ\0", 3, b"\1" * 8) + \
         note(b"GNU\0", 3, build_id)
-    assert _build_id_in(data) == build_id.hex()
-    assert _build_id_in(note(b"GNU\0", 1, b"\0" * 16)) is None
-    assert _build_id_in(b"") is None
+    assert gnu_build_id(data) == build_id.hex()
+    assert gnu_build_id(note(b"GNU\0", 1, b"\0" * 16)) is None
+    assert gnu_build_id(b"") is None
 
 
 def test_lldb_19_runs_without_virtual_environments_on_path(tmp_path, monkeypatch):

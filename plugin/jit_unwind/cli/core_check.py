@@ -16,12 +16,11 @@ import re
 import struct
 from typing import Dict, List, Optional, Tuple
 
-from ..elf.notes import NOTE_HEADER, PT_LOAD, PT_NOTE, program_headers
+from ..elf.notes import PT_LOAD, PT_NOTE, gnu_build_id, program_headers
 from .errors import CliError
 
 ET_EXEC, ET_DYN, ET_CORE = 2, 3, 4
 PT_INTERP, PT_PHDR = 3, 6
-NT_GNU_BUILD_ID = 3
 AT_PHDR, AT_ENTRY, AT_EXECFN = 3, 9, 31
 MACHINES = {62: "x86-64", 183: "aarch64", 3: "i386", 40: "arm", 243: "riscv"}
 # The dynamic linker's names: ld-linux-x86-64.so.2, ld-linux-aarch64.so.1, ld.so, ld-2.31.so.
@@ -114,22 +113,9 @@ def _build_id_at(read, base: int) -> Optional[str]:
         kind, _flags, offset, _vaddr, _paddr, filesz = struct.unpack_from(
             "<IIQQQQ", table, index * phentsize)
         if kind == PT_NOTE and filesz <= 0x10000:
-            found = _build_id_in(read(base + offset, filesz) or b"")
+            found = gnu_build_id(read(base + offset, filesz) or b"")
             if found:
                 return found
-    return None
-
-
-def _build_id_in(data: bytes) -> Optional[str]:
-    at = 0
-    while at + 12 <= len(data):
-        namesz, descsz, kind = NOTE_HEADER.unpack_from(data, at)
-        name_at = at + 12
-        desc = name_at + ((namesz + 3) & ~3)
-        if kind == NT_GNU_BUILD_ID and data[name_at:name_at + namesz] == b"GNU\0":
-            value = data[desc:desc + descsz]
-            return value.hex() if len(value) == descsz and descsz else None
-        at = desc + ((descsz + 3) & ~3)
     return None
 
 
@@ -180,7 +166,7 @@ def read_executable(path: str, core_name: Optional[str] = None) -> GivenFile:
         for k, _f, offset, _v, _p, filesz, _m, _a in headers:
             if k == PT_NOTE and not build_id and filesz <= 0x10000:
                 handle.seek(offset)
-                build_id = _build_id_in(handle.read(filesz))
+                build_id = gnu_build_id(handle.read(filesz))
         size = os.fstat(handle.fileno()).st_size
     interpreted = any(k == PT_INTERP for k, *_rest in headers)
     return GivenFile(path, machine, kind, size, loads, build_id, interpreted,

@@ -87,11 +87,9 @@ class PhysicalFrame:
                                self.registers.get(self.arch.sp), self.registers,
                                self.index == 0, self._outer_name, plain=process.plain,
                                file_address=process.symbols.file_address)
-        if caller.ending is Ending.NO_RETURN_ADDRESS and caller.registers:
+        if caller.registers is not None:
             if caller.registers.get(self.arch.pc, 0) == 0:
                 return Unwinding(outermost=True)  # GDB: a zero pc ends the walk
-            return Unwinding(registers=caller.registers)
-        if caller.registers is not None:
             return Unwinding(registers=caller.registers)
         if caller.ending is Ending.OUTERMOST or caller.ending is None:
             return Unwinding(outermost=True)

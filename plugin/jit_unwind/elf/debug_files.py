@@ -6,26 +6,18 @@ file's headers, build ID note and debug link are read: no symbol table."""
 from __future__ import annotations  # annotations unevaluated: less work at load
 
 import os
-import struct
 from typing import List, Optional
 
+from .notes import gnu_build_id
 from .rawelf import RawElf
 
 DEBUG_ROOT = "/usr/lib/debug"
-NT_GNU_BUILD_ID = 3
 
 
 def build_id(elf: RawElf) -> Optional[str]:
     """The build ID of ``elf`` in hex; None without a well-formed one."""
     note = elf.sections.get(".note.gnu.build-id")
-    data = note.data() if note is not None else b""
-    if len(data) < 16:
-        return None
-    namesz, descsz, kind = struct.unpack_from("<III", data, 0)
-    desc = 12 + ((namesz + 3) & ~3)
-    if kind != NT_GNU_BUILD_ID or desc + descsz > len(data):
-        return None
-    return data[desc:desc + descsz].hex() or None
+    return gnu_build_id(note.data()) if note is not None else None
 
 
 def debug_link(elf: RawElf) -> Optional[str]:

@@ -139,7 +139,7 @@ ELF_FACTS = DiskCache(
     "elf-facts", "JIT_UNWIND_ELF_CACHE", ".fact",
     1024,  # a JIT process maps 10-40 files, each with a summary (elf/lookup.py)
     reader=("../regions/nocfi.py", "lookup.py", "facts.py", "rawelf.py", "leb128.py",
-            "debug_files.py", "eh_frame_hdr.py", "../regions/nocfi_pc.py"))
+            "debug_files.py", "notes.py", "eh_frame_hdr.py", "../regions/nocfi_pc.py"))
 DWARF_FRAMES = DiskCache(
     "dwarf-frames", "JIT_UNWIND_FRAME_CACHE", ".frames", 64,
     reader=tuple(f"../coreread/{name}" for name in (

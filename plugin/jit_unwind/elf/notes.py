@@ -5,12 +5,13 @@ the CLI's look at a core's files all read them through here."""
 from __future__ import annotations  # annotations unevaluated: less work at load
 
 import struct
-from typing import Iterator, List, Tuple
+from typing import Iterator, List, Optional, Tuple
 
 PT_LOAD, PT_NOTE = 1, 4
 NT_AUXV, NT_FILE = 6, 0x46494C45
 PROGRAM_HEADER = struct.Struct("<IIQQQQQQ")
 NOTE_HEADER = struct.Struct("<III")
+NT_GNU_BUILD_ID = 3
 
 
 def program_headers(handle) -> List[Tuple[int, ...]]:
@@ -57,3 +58,18 @@ def file_entries(body: bytes) -> List[Tuple[int, int, str, int]]:
         entries.append((start, end, names[index].decode("utf-8", "replace"),
                         page_offset * page))
     return entries
+
+
+def gnu_build_id(data: bytes) -> Optional[str]:
+    """The GNU build ID (hex) among the notes in ``data`` (a PT_NOTE segment's bytes, a
+    ``.note.gnu.build-id`` section's); None without a whole one."""
+    at = 0
+    while at + 12 <= len(data):
+        namesz, descsz, kind = NOTE_HEADER.unpack_from(data, at)
+        name_at = at + 12
+        desc = name_at + ((namesz + 3) & ~3)
+        if kind == NT_GNU_BUILD_ID and data[name_at:name_at + namesz] == b"GNU\0":
+            value = data[desc:desc + descsz]
+            return value.hex() if len(value) == descsz and descsz else None
+        at = desc + ((descsz + 3) & ~3)
+    return None

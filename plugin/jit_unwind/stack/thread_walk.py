@@ -20,8 +20,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..arch import Architecture
 from ..debugger import DebuggerError, Frame
-from ..model import MAX_FRAMES, Caller, Ending, Region, ends_backtrace
-from ..regions.nocfi import SOURCE as NOCFI
+from ..model import MAX_FRAMES, Caller, Ending, ends_backtrace
 from ..regions.nocfi_pc import function_in
 from ..records import field, record
 from ..stop.cache import READ_ERRORS, StopCache
@@ -172,8 +171,9 @@ class ThreadWalk:
         pc, sp = registers.get(arch.pc), registers.get(arch.sp)
         if pc is None or sp is None:
             return
-        caller = self.caller_of(pc, sp, registers, False).registers
-        if caller is not None and caller[arch.pc] >= 16:
+        found = self.caller_of(pc, sp, registers, False)
+        if found.registers is not None and found.ending is None:
+            caller = found.registers
             self.walk_from(caller[arch.pc], caller[arch.sp], caller, False, index + 1)
 
     def after_input(self, index: int) -> None:
@@ -287,18 +287,11 @@ class ThreadWalk:
         no-CFI rules (an entry record's saved registers)."""
         if self.process.symbol_at(address) is not None:
             return False
-        return self.nocfi_function(address) is not None
-
-    def nocfi_function(self, address: int) -> Optional[Region]:
-        """The function holding ``address``: the debugger's symbol, else the symbol of
-        the mapped file at that mapping's offset (a second mapping of a file's code, as
-        V8 maps node's builtins near its JIT code, is no module's to a debugger), so
-        that its code is unwound by the same rules (V8's JSEntry by its entry record)."""
-        symbol = self.process.symbol_at(address)
-        if symbol is not None and symbol.start is not None and symbol.end is not None:
-            return Region(symbol.start, symbol.end, NOCFI, symbol.name)
         try:
+            # The symbol of the mapped file at that mapping's offset (a second mapping
+            # of a file's code, as V8 maps node's builtins near its JIT code, is no
+            # module's to a debugger).
             region = self.regions.nocfi_at(address)
-            return function_in(region, address) if region is not None else None
+            return region is not None and function_in(region, address) is not None
         except READ_ERRORS:  # an unreadable file: the walk goes on without its names
-            return None
+            return False

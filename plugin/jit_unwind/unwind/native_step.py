@@ -160,11 +160,9 @@ def native_caller(cache: StopCache, pc: Optional[int], sp: Optional[int],
                              arch)
         if result is not None:
             # ends_walk: the core says why (the cache's record)
-            if result.caller_pc is None or result.caller_sp is None:
+            found = _found_caller(result, {} if in_trace else registers, arch)
+            if found is None:
                 return Caller(ending=Ending.OUTERMOST, unwound=result)
-            found = {} if in_trace else _callee_saved(registers, arch)
-            found.update(result.saved)
-            found[arch.pc], found[arch.sp] = result.caller_pc, result.caller_sp
             return _checked(found, sp, innermost, arch, result)
     if ends_backtrace(name(lookup)):
         return Caller(ending=Ending.OUTERMOST)
@@ -186,8 +184,16 @@ def native_caller(cache: StopCache, pc: Optional[int], sp: Optional[int],
     return _frame_record(process, registers, sp, innermost, arch)
 
 
-def _callee_saved(registers: Dict[str, int], arch: Architecture) -> Dict[str, int]:
-    return {name: value for name, value in registers.items() if name in arch.callee_saved}
+def _found_caller(result: Unwound, registers: Dict[str, int],
+                  arch: Architecture) -> Optional[Dict[str, int]]:
+    """The caller's registers a strategy found: the callee-saved ones of ``registers``
+    passed on, those it saved, its pc and sp; None when it ends the walk."""
+    if result.caller_pc is None or result.caller_sp is None:
+        return None
+    caller = {name: value for name, value in registers.items() if name in arch.callee_saved}
+    caller.update(result.saved)
+    caller[arch.pc], caller[arch.sp] = result.caller_pc, result.caller_sp
+    return caller
 
 
 def _cfi_caller(process, located: Optional[Tuple[str, int]], registers: Dict[str, int],
@@ -213,12 +219,7 @@ def _nocfi_by_symbol(cache: StopCache, pc: int, sp: int, registers: Dict[str, in
     process = cache.process
     result = unwind_nocfi_code(pc, sp, process.memory, cache.regions(), registers.get,
                                False, process.function_start, function, arch)
-    if result is None or result.caller_pc is None or result.caller_sp is None:
-        return None
-    caller = _callee_saved(registers, arch)
-    caller.update(result.saved)
-    caller[arch.pc], caller[arch.sp] = result.caller_pc, result.caller_sp
-    return caller
+    return _found_caller(result, registers, arch) if result is not None else None
 
 
 def _frame_record(process, registers: Dict[str, int], sp: int, innermost: bool,
