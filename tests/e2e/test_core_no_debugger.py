@@ -4,9 +4,9 @@ CPython 3.14's JIT code; thread numbers, LWPs and names included), of CPython 3.
 (traces registered through GDB's JIT interface; sources reached through a symlink, which
 GDB shows by their real path) and of clang's tail-calling 3.14 with the JIT (DWARF 5 as
 clang writes it: no .debug_aranges, indexed strings and ranges), node's walk through V8's
-builtins (code without CFI); ``attach`` and a file that is no core are one-line usage
-errors.  GDB's tail-call frames are left out of its
-documents, as in ``test_same_json.py``."""
+builtins (code without CFI); a file that is no core is a one-line usage error
+(``attach --debugger none``: tests/e2e/test_attach_no_debugger.py).  GDB's tail-call
+frames are left out of its documents, as in ``test_same_json.py``."""
 
 import pytest
 
@@ -65,9 +65,6 @@ def test_jit_builds_give_gdbs_document(python, tmp_path):
         remove_perf_map(output)
 
 
-def test_attach_needs_a_debugger():
-    assert_one_line_error(jit_unwind("attach", "--debugger", "none", "1"), 2,
-                          ["--debugger none", "core"])
 
 
 def test_a_file_that_is_no_core(tmp_path):

@@ -26,22 +26,53 @@ def _use_executable(process, named: Optional[str], executable: str) -> None:
 def run_core(core: str, executable: str, named: Optional[str], options) -> BatchResult:
     """What ``py-mixed-bt --all-threads`` with the user's options prints for ``core``,
     as a debugger's batch run would give it back."""
-    from ..commands import CommandError
-    from ..commands.mixed_bt import py_mixed_bt
     from ..coreread import open_core
-    argv = mixed_bt_command(options).split()[1:]  # the debuggers' command, same options
     try:
         process = open_core(core, executable, getattr(options, "sysroot", None) or "")
         _use_executable(process, named, os.path.abspath(executable))
     except (OSError, ValueError) as error:
         raise CliError(f"cannot read core file {core}: {error}") from None
+    return _mixed_bt(process, options, core)
+
+
+LIVE = Debugger("none", "jit-unwind's live reader (--debugger none)")
+
+
+def run_live(pid: int, options) -> BatchResult:
+    """``py-mixed-bt --all-threads`` over live process ``pid``, read without a debugger:
+    its threads stopped for the walk (``--nonblocking``: never all at once), then let go.
+    How long the process stayed stopped is said on stderr with ``-v``."""
+    from ..liveread import LiveReadError, read_process
+    nonblocking = getattr(options, "nonblocking", False)
+    try:
+        result, stopped_for = read_process(
+            pid, lambda process: _mixed_bt(process, options, f"process {pid}"), nonblocking)
+    except LiveReadError as error:
+        raise CliError(str(error)) from None
+    notes = ""
+    if nonblocking:
+        notes += (f"jit-unwind: --nonblocking: process {pid} ran while it was read: the "
+                  "stacks may be torn (each thread was stopped alone for its registers, "
+                  f"{stopped_for * 1e3:.2f} ms at most)\n")
+    elif getattr(options, "verbose", False):
+        notes += f"jit-unwind: process {pid} was stopped for {stopped_for * 1e3:.1f} ms\n"
+    return BatchResult(result.output, result.errors + notes, result.status,
+                       result.whole + notes)
+
+
+def _mixed_bt(process, options, what: str) -> BatchResult:
+    """What ``py-mixed-bt --all-threads`` with the user's options prints for
+    ``process`` (a core's or a live one's), as a debugger's batch run gives it back."""
+    from ..commands import CommandError
+    from ..commands.mixed_bt import py_mixed_bt
+    argv = mixed_bt_command(options).split()[1:]  # the debuggers' command, same options
     errors = ""
     try:
         output = py_mixed_bt(process, process.cache, argv) + "\n"
     except CommandError as error:
         output, errors = "", f"{error}\n"
     except Exception as error:  # the CLI's command entry: one line, never a traceback
-        raise CliError(f"cannot read the stacks of {core}: {type(error).__name__}: {error}",
+        raise CliError(f"cannot read the stacks of {what}: {type(error).__name__}: {error}",
                        FAILED) from None
     from ..coreread.sections import missing_pyelftools
     missing = missing_pyelftools()  # the quick readers' fallbacks (most files need none)

@@ -32,8 +32,8 @@ def add_stack_options(parser) -> None:
                         help="no color even on a terminal (also: NO_COLOR set)")
     parser.add_argument("--debugger", default="gdb", metavar=CHOICES,
                         help="gdb on PATH (default), gdb18 (this Python's gdb-for-pwndbg), "
-                             "lldb, a debugger's path, or none (core only: read the core "
-                             "here, no debugger needed)")
+                             "lldb, a debugger's path, or none (read the core or the "
+                             "process here, no debugger needed)")
 
 
 def mixed_bt_command(options) -> str:
