@@ -43,12 +43,20 @@ def run_live(pid: int, options) -> BatchResult:
     its threads stopped for the walk (``--nonblocking``: never all at once), then let go.
     How long the process stayed stopped is said on stderr with ``-v``."""
     from ..liveread import LiveReadError, read_process
+    from ..liveread.threads import Ended
     nonblocking = getattr(options, "nonblocking", False)
     try:
         result, stopped_for = read_process(
             pid, lambda process: _mixed_bt(process, options, f"process {pid}"), nonblocking)
+    except Ended as ended:  # the process was let go: end as the signal would have
+        raise SystemExit(128 + ended.signum) from None
     except LiveReadError as error:
         raise CliError(str(error)) from None
+    except CliError:
+        from ..liveread.refusal import why_unreadable
+        if why_unreadable(pid) is not None:  # what failed was reading a process gone
+            raise CliError(f"process {pid} exited while it was read") from None
+        raise
     notes = ""
     if nonblocking:
         notes += (f"jit-unwind: --nonblocking: process {pid} ran while it was read: the "

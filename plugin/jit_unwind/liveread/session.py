@@ -59,7 +59,7 @@ def read_process(pid: int, walk: Callable[[LiveProcess], T], nonblocking: bool =
         if not os.path.isdir(f"/proc/{pid}"):
             raise LiveReadError(f"process {pid} exited while it was read") from None
         raise LiveReadError(f"cannot read process {pid}: {error}") from None
-    if not image.threads:
+    if not image.threads or why_unreadable(pid) is not None:  # gone, or a zombie now
         raise LiveReadError(f"process {pid} exited while it was read")
     return walk(LiveProcess(image, memory)), stopped_for
 

@@ -136,10 +136,10 @@ class StoppedThreads:
 
 
 @contextmanager
-def signals_held():
-    """The ending signals wait (blocked) while the block runs; those that came are
-    delivered at its end."""
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, ENDING_SIGNALS)
+def signals_held(signals=ENDING_SIGNALS):
+    """``signals`` wait (blocked) while the block runs; those that came are delivered
+    at its end."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, signals)
     try:
         yield
     finally:
@@ -169,7 +169,9 @@ def stopped(pid: int):
     """The process's threads stopped while the block runs (a :class:`StoppedThreads`),
     let go on every path out of it: an error, an exception, a signal to the reader."""
     threads = StoppedThreads(pid)
-    with signals_end_the_read():
+    # A Ctrl-Z (SIGTSTP) stops the reader once the process is let go, not before: a
+    # stopped reader would keep it stopped.
+    with signals_held((signal.SIGTSTP,)), signals_end_the_read():
         try:
             with signals_held():
                 threads.stop()
