@@ -364,3 +364,13 @@ def test_root_without_cap_sys_ptrace():
                         process.pid)
         assert_refused(result, [f"not allowed to read process {process.pid}",
                                 "no CAP_SYS_PTRACE", "--cap-add=SYS_PTRACE"])
+
+
+def test_nonblocking_reads_a_running_process_and_says_it_may_tear():
+    with deep_threads() as process:
+        result = jit_unwind("attach", "--debugger", "none", "--nonblocking", process.pid)
+        assert result.returncode == 0, result
+        assert result.stdout.count("[py] down (") == 40 * 61, result.stdout[-2000:]
+        assert (f"jit-unwind: --nonblocking: process {process.pid} ran while it was read: "
+                "the stacks may be torn") in result.stderr, result.stderr
+        assert_runs(process)
