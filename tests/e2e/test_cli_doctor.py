@@ -186,3 +186,20 @@ def test_doctor_is_fast(tmp_path):
     started = time.monotonic()
     doctor(tmp_path)
     assert time.monotonic() - started < 2.0 * LOAD_FACTOR
+
+
+def test_doctor_says_whether_a_live_read_without_a_debugger_works(tmp_path):
+    """Tried on a child process: ptrace, the registers, process_vm_readv; then whom it
+    may read.  Root here holds CAP_SYS_PTRACE; without it (a container's root, made by
+    setpriv's bounding set) it reads only processes holding no capability it lacks."""
+    said = "live read without a debugger (attach --debugger none): ptrace and " \
+           "process_vm_readv work; it may read "
+    assert said + "any process (CAP_SYS_PTRACE)\n" in doctor(tmp_path).stdout
+    limited = subprocess.run(
+        ["setpriv", "--bounding-set=-sys_ptrace", "--inh-caps=-sys_ptrace", sys.executable,
+         "-m", "jit_unwind", "doctor"], capture_output=True, text=True, timeout=120,
+        env=dict(os.environ, PYTHONPATH=str(REPO / "plugin"), HOME=str(tmp_path)),
+        stdin=subprocess.DEVNULL)
+    assert (said + "processes holding no capability it lacks (root without "
+            "CAP_SYS_PTRACE)\n") in limited.stdout, limited
+    assert "ptrace: root without CAP_SYS_PTRACE" in limited.stdout, limited

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import List, Optional, Tuple
 
 from ..loaders import paths as loader_paths
-from .attach import PTRACE_SCOPE, ptrace_scope
+from ..liveread.refusal import PTRACE_SCOPE, ptrace_scope
 from .debuggers import beside_python, debugger_env, Debugger
 from .errors import FAILED, OK
 from .install import init_file, is_ours
@@ -247,6 +247,30 @@ def report_ptrace(report: Report) -> None:
                        "docker run --cap-add=SYS_PTRACE ...")
 
 
+def report_live_read(report: Report) -> None:
+    """Whether ``attach --debugger none`` can work here, tried on a child process."""
+    from ..liveread.probe import probe
+    problems = probe()
+    for text, fix in problems:
+        report.problem(f"live read without a debugger (attach --debugger none): {text}", fix)
+    if problems:
+        return
+    scope = ptrace_scope()
+    capable = _has_ptrace_capability()
+    if scope == "3":
+        reach = "no process (Yama ptrace_scope 3)"
+    elif capable:
+        reach = "any process (CAP_SYS_PTRACE)"
+    elif os.geteuid() == 0:
+        reach = "processes holding no capability it lacks (root without CAP_SYS_PTRACE)"
+    elif scope in ("1", "2"):
+        reach = "only its own children (Yama ptrace_scope " + scope + ")"
+    else:
+        reach = "your own processes"
+    report.ok("live read without a debugger (attach --debugger none): ptrace and "
+              f"process_vm_readv work; it may read {reach}")
+
+
 def _size(size: int) -> str:
     return f"{size} B" if size < 1024 else f"{size // 1024} KiB"
 
@@ -291,6 +315,7 @@ def run(options) -> int:
     report_debuggers(report)
     report_init_files(report)
     report_ptrace(report)
+    report_live_read(report)
     report_jit_files(report)
     print(f"{report.problems} problem(s)" if report.problems else "no problems")
     return FAILED if report.problems else OK
