@@ -15,6 +15,7 @@ import gdb
 from ..debugger import DebuggerError, Frame, Process, Thread
 from ..regions import Mapping
 from ..elf.source_paths import shown_source_path
+from ..symfile.own_files import OwnObjectFiles
 from .memory import GdbMemory
 
 # GDB 13 has no FRAME_UNWIND_FIRST_ERROR; "unavailable" is the first error in every GDB.
@@ -193,6 +194,7 @@ class GdbProcess(Process):
 
     def __init__(self):
         self.memory = GdbMemory()
+        self.own_files = OwnObjectFiles()  # the symbol file we add (gdb/symfile.py)
 
     @property
     def arch(self):

@@ -2,7 +2,6 @@
 
 import gdb
 
-from ..symfile.own_files import OwnObjectFiles
 from ..stop.cache import StopCache
 from .debugger import PROCESS
 
@@ -23,7 +22,7 @@ def _import_the_walk() -> None:
 
 
 STATE = StopCache(PROCESS, on_first_jit=_import_the_walk)
-OWN_FILES = OwnObjectFiles()  # the symbol file we add: no reason to drop STATE
+OWN_FILES = PROCESS.own_files  # the symbol file we add: no reason to drop STATE
 
 
 def _on_new_objfile(event) -> None:

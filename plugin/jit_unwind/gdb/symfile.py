@@ -21,7 +21,8 @@ from .state import OWN_FILES, STATE
 
 # No .eh_frame: GDB runs the plugin's unwinder before it reads one, and decoding the
 # rules of every function of a 10,000-line perf map cost more than GDB's own load.
-FILES = SymbolFiles(unwind_rules=False)
+# Names in a language GDB prints as written (its Ada decoder read "x.py" as "x[py]").
+FILES = SymbolFiles(unwind_rules=False, names_for_gdb=True)
 
 
 def refresh(*_args) -> None:

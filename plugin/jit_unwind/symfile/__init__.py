@@ -31,12 +31,16 @@ OUR_NAME = re.compile(r"jit-\d+-\d+\.elf")  # _new_path's file names
 class SymbolFiles:
     """The symbol file of one debugger session: at most one is loaded at a time."""
 
-    def __init__(self, prefix: str = "jit-unwind-", unwind_rules: bool = True):
+    def __init__(self, prefix: str = "jit-unwind-", unwind_rules: bool = True,
+                 names_for_gdb: bool = False):
         """``unwind_rules``: write ``.eh_frame`` for the code we can decode (LLDB's own
         unwinder needs it; GDB asks the plugin's unwinder first, which decodes the same
-        rules for the frames a stack has, so a GDB file goes without)."""
+        rules for the frames a stack has, so a GDB file goes without).
+        ``names_for_gdb``: names that GDB's demanglers leave as written
+        (symfile/names_for_gdb.py; LLDB reads plain names as they are)."""
         self._prefix = prefix
         self._unwind_rules = unwind_rules
+        self._names_for_gdb = names_for_gdb
         self._directory: Optional[str] = None
         self._count = 0
         self._key: Optional[Tuple] = None
@@ -88,7 +92,8 @@ class SymbolFiles:
             return old, None
         data = symbol_file_bytes(process.memory, regions, functions,
                                  with_unwind_rules=self._unwind_rules, selection=selection,
-                                 machine=getattr(process, "arch", X86_64).elf_machine)
+                                 machine=getattr(process, "arch", X86_64).elf_machine,
+                                 names_for_gdb=self._names_for_gdb)
         # On failure the old file is still unloaded (its names are stale), and the key is
         # kept: the next stops do not retry until the named regions change.
         path = self._new_path(process.pid())  # only once there is something to write

@@ -221,10 +221,12 @@ def _rules_of(code: bytes) -> Rule:
 def symbol_file_bytes(memory: Memory, regions: RegionMap, functions: Sequence[Region],
                       spans: Optional[Sequence[Span]] = None,
                       with_unwind_rules: bool = True,
-                      selection: Optional[Selection] = None, machine: int = 62) -> bytes:
+                      selection: Optional[Selection] = None, machine: int = 62,
+                      names_for_gdb: bool = False) -> bytes:
     """The ELF for ``functions`` (from :func:`select`, with their ``spans``; or the
     whole ``selection``), for the processor ``machine`` (an ELF ``e_machine``; the
-    unwind rules are decoded from x86-64 code only)."""
+    unwind rules are decoded from x86-64 code only); ``names_for_gdb``: see
+    names_for_gdb.py."""
     starts = ends = None
     if selection is not None:
         functions, spans, starts, ends = selection
@@ -241,4 +243,4 @@ def symbol_file_bytes(memory: Memory, regions: RegionMap, functions: Sequence[Re
     rule_starts, rules = (unwind_rules(memory, functions, spans, record_at)
                           if with_unwind_rules and machine == 62 else ([], []))
     return write_elf(sections, functions, build_eh_frame(rule_starts, rules) if rules else b"",
-                     starts, ends, machine)
+                     starts, ends, machine, names_for_gdb)

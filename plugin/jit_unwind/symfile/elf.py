@@ -11,6 +11,8 @@ from array import array
 from dataclasses import dataclass
 from typing import List, Optional, Sequence
 
+from .names_for_gdb import DEBUG_ABBREV, c_units, linkage_names
+
 ET_EXEC, EM_X86_64 = 2, 62
 SHT_PROGBITS, SHT_SYMTAB, SHT_STRTAB, SHT_NOBITS = 1, 2, 3, 8
 SHF_ALLOC, SHF_EXECINSTR = 0x2, 0x4
@@ -74,12 +76,15 @@ def _symbol_table(sections: Sequence[CodeSection], name_sizes: List[int],
 
 def write_elf(sections: Sequence[CodeSection], functions: Sequence,
               eh_frame: bytes = b"", starts: Optional[List[int]] = None,
-              ends: Optional[List[int]] = None, machine: int = EM_X86_64) -> bytes:
+              ends: Optional[List[int]] = None, machine: int = EM_X86_64,
+              names_for_gdb: bool = False) -> bytes:
     """The file's bytes: one global STT_FUNC symbol per function (anything with
     ``name``, ``start``, ``end``), ``sections[0].count`` of them in the first code
     section, the next ``sections[1].count`` in the second, and so on.  Section indexes:
-    0 null, 1.. code sections, then .eh_frame (when given), .symtab, .strtab,
-    .shstrtab.  ``starts`` and ``ends``: the functions' when the caller has them."""
+    0 null, 1.. code sections, then .eh_frame (when given), the DWARF sections (with
+    ``names_for_gdb``), .symtab, .strtab, .shstrtab.  ``starts`` and ``ends``: the
+    functions' when the caller has them.  ``names_for_gdb``: names GDB prints as
+    written (names_for_gdb.py)."""
     section_names = _Strings()
     # One PT_LOAD (no file bytes) per code section: LLDB takes a module's base address
     # and size from its first PT_LOAD, and its core writer refuses a module without one.
@@ -99,7 +104,6 @@ def write_elf(sections: Sequence[CodeSection], functions: Sequence,
         _align(body, 8)
         header(".eh_frame", SHT_PROGBITS, 0, 0, len(body), len(eh_frame), align=8)
         body += eh_frame
-    symtab_index = len(headers)
     # List comprehensions: faster than map(attrgetter) over 10,000s of functions.
     names = [f.name or f"[jit {f.start:#x}]" for f in functions]
     if starts is None or ends is None:
@@ -107,6 +111,9 @@ def write_elf(sections: Sequence[CodeSection], functions: Sequence,
         sizes = [f.end - f.start for f in functions]
     else:
         sizes = list(map(operator.sub, ends, starts))
+    prefixes: List[int] = []
+    if names_for_gdb:
+        names, prefixes = linkage_names(names)
     joined = "\0".join(names)
     if joined.isascii():  # the usual case: sizes from the names' lengths
         encoded = joined.encode("ascii")
@@ -117,6 +124,14 @@ def write_elf(sections: Sequence[CodeSection], functions: Sequence,
         name_sizes = list(map((1).__add__, map(len, parts)))
     string_table = b"\0" + encoded + b"\0" if names else b"\0"
     symbol_table = _symbol_table(sections, name_sizes, starts, sizes)
+    if any(prefixes):
+        name_offsets = list(itertools.accumulate(name_sizes, initial=1))
+        for name, data in ((".debug_abbrev", DEBUG_ABBREV),
+                           (".debug_info", c_units(name_offsets, prefixes, starts, sizes)),
+                           (".debug_str", string_table)):
+            header(name, SHT_PROGBITS, 0, 0, len(body), len(data))
+            body += data
+    symtab_index = len(headers)
     _align(body, 8)
     header(".symtab", SHT_SYMTAB, 0, 0, len(body), len(symbol_table), link=symtab_index + 1,
            info=1, align=8, entsize=SYM_SIZE)

@@ -23,6 +23,10 @@ class OwnObjectFiles:
         """Whether an object file event about ``path`` may change this stop's regions."""
         return path not in self._paths
 
+    def is_own(self, path: Optional[str]) -> bool:
+        """``path`` is a file we loaded (its names are ours, not the program's)."""
+        return path in self._paths
+
     @contextlib.contextmanager
     def removing_one(self) -> Iterator[None]:
         self.removing = True
