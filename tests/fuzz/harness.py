@@ -166,8 +166,8 @@ class Subject:
         there (newer than the core) must not make the core's own map "stale" mid-run."""
         entries = parse_perf_map(self.perf_map if text is None else text)
         original = discovery.read_perf_map, discovery.stale_perf_map
-        discovery.read_perf_map = lambda _pid: entries
-        discovery.stale_perf_map = lambda _pid, _core=None: ""
+        discovery.read_perf_map = lambda *_args: entries
+        discovery.stale_perf_map = lambda *_args: ""
         try:
             yield
         finally:

@@ -4,13 +4,13 @@ the process sees another root, through /proc/PID/map_files when the file was del
 or replaced since), its threads' registers, its processor."""
 
 import bisect
-import os
 import platform
 from typing import Dict, List, Optional
 
 from ..coreread.image import (AARCH64_REGS, EM_AARCH64, EM_X86_64, USER_REGS, FileMapping,
                               ThreadRegisters)
 from ..regions.procmaps import parse_proc_maps
+from ..regions.process_root import host_path, other_root
 
 MACHINES = {"x86_64": (EM_X86_64, USER_REGS), "aarch64": (EM_AARCH64, AARCH64_REGS)}
 DELETED = " (deleted)"
@@ -22,17 +22,10 @@ def host_machine():
     return MACHINES.get(platform.machine(), MACHINES["x86_64"])
 
 
-def _same_root(pid: int) -> bool:
-    try:
-        return os.stat(f"/proc/{pid}/root") == os.stat("/")
-    except OSError:
-        return True  # cannot tell: the paths as they are
-
-
 def host_paths(pid: int, mappings) -> Dict[str, str]:
     """The path each mapped file is read at here, by the name the process maps it
     under."""
-    same_root = _same_root(pid)
+    root = other_root(pid)
     found: Dict[str, str] = {}
     for mapping in sorted(mappings, key=lambda m: m.offset):
         path = mapping.path
@@ -41,10 +34,8 @@ def host_paths(pid: int, mappings) -> Dict[str, str]:
         if path.endswith(DELETED):
             # The file the process maps, whatever is at its path now.
             found[path] = f"/proc/{pid}/map_files/{mapping.start:x}-{mapping.end:x}"
-        elif same_root:
-            found[path] = path
         else:
-            found[path] = f"/proc/{pid}/root{path}"
+            found[path] = host_path(root, path)
     return found
 
 

@@ -12,7 +12,8 @@ from ..model import Mapping, Region, RegionSource
 from . import RegionMap
 from .corefile import read_core_mappings
 from .jit_interface import read_jit_interface
-from .perfmap import read_perf_map, stale_perf_map
+from .perfmap import perf_map_path, read_perf_map, stale_perf_map
+from .process_root import process_root
 from .procmaps import read_proc_maps
 
 
@@ -51,9 +52,11 @@ def build_region_map(process) -> Tuple[RegionMap, str]:
         return RegionMap(), "no process"
     kind = process.connection()
     mappings, not_jit, problem = _mappings(process, kind)
-    perf_map = read_perf_map(pid)
+    root, pid_inside = process_root(process, kind)
+    perf_map = read_perf_map(pid_inside or pid, root)
     if perf_map and kind in ("core", "native"):  # /proc and /tmp are this machine's
-        stale = stale_perf_map(pid, process.core_file() if kind == "core" else None)
+        stale = stale_perf_map(pid, process.core_file() if kind == "core" else None,
+                               perf_map_path(pid_inside or pid, root))
         if stale:
             perf_map = []
             problem = f"{problem}; {stale}" if problem else stale

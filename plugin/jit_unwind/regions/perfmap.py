@@ -14,8 +14,10 @@ from ..model import Region, RegionSource
 _cache: FileCache[List[Region]] = FileCache()
 
 
-def perf_map_path(pid: int) -> str:
-    return f"/tmp/perf-{pid}.map"
+def perf_map_path(pid: int, root: str = "") -> str:
+    """The perf map of the process that knows itself as ``pid``, its root at ``root``
+    here ("" for this machine's: a container's /proc/PID/root, a core's sysroot)."""
+    return f"{root.rstrip('/')}/tmp/perf-{pid}.map"
 
 
 def parse_perf_map(text: str) -> List[Region]:
@@ -34,9 +36,9 @@ def parse_perf_map(text: str) -> List[Region]:
     return entries
 
 
-def read_perf_map(pid: int) -> List[Region]:
-    """Entries of the perf map of ``pid``; empty when there is none."""
-    return _cache.get(perf_map_path(pid), _parse_file, [])
+def read_perf_map(pid: int, root: str = "") -> List[Region]:
+    """Entries of the perf map of ``pid`` (see perf_map_path); empty without one."""
+    return _cache.get(perf_map_path(pid, root), _parse_file, [])
 
 
 def _parse_file(path: str) -> List[Region]:
@@ -49,14 +51,16 @@ def _parse_file(path: str) -> List[Region]:
 START_SLACK = 2.0
 
 
-def stale_perf_map(pid: int, core_file: Optional[str] = None) -> str:
+def stale_perf_map(pid: int, core_file: Optional[str] = None,
+                   path: Optional[str] = None) -> str:
     """Why the perf map of ``pid`` describes another process, or "" when it may be this
     one's.  Pids are reused and a perf map outlives its process.  A core: a process
     cannot write while it is being dumped, so a map modified after the core file was
     written holds lines the core's process never wrote, or wrote later for code mapped
     after the dump (perhaps at the same addresses): none is used.  A live process: a map
-    last modified before the process started was left by an earlier one."""
-    path = perf_map_path(pid)
+    last modified before the process started was left by an earlier one.  ``path``:
+    where its map is (a process in a container), else /tmp's."""
+    path = path or perf_map_path(pid)
     try:
         written = os.stat(path).st_mtime_ns
     except OSError:

@@ -6,6 +6,7 @@ import re
 from typing import List
 
 from ..model import Mapping
+from .process_root import host_path, other_root
 
 
 def parse_proc_maps(text: str) -> List[Mapping]:
@@ -52,8 +53,10 @@ _last: list = [None, None, None]  # pid, text, mappings
 
 
 def read_proc_maps(pid: int) -> List[Mapping]:
-    """Mappings of a live local process; empty when /proc cannot tell.  The list is
-    shared with later calls while the mappings stay the same: do not change it."""
+    """Mappings of a live local process; empty when /proc cannot tell.  A process that
+    sees another root (a container) has its files named where they are read from here
+    (/proc/PID/root/...).  The list is shared with later calls while the mappings stay
+    the same: do not change it."""
     try:
         with open(f"/proc/{pid}/maps", encoding="utf-8", errors="replace") as handle:
             text = handle.read()
@@ -62,5 +65,9 @@ def read_proc_maps(pid: int) -> List[Mapping]:
     if _last[0] == pid and _last[1] == text:
         return _last[2]
     mappings = parse_proc_maps(text)
+    root = other_root(pid)
+    if root:
+        mappings = [Mapping(m.start, m.end, m.perms, host_path(root, m.path), m.offset)
+                    for m in mappings]
     _last[:] = [pid, text, mappings]
     return mappings

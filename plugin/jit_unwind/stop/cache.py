@@ -17,6 +17,7 @@ from ..model import Unwound
 from ..regions import RegionMap
 from ..regions.discovery import build_region_map, jit_interface_regions
 from ..regions.perfmap import read_perf_map
+from ..regions.process_root import pid_inside
 
 # The CPython model is imported when a Python process is first looked at, the jitdump
 # reader when a pc is first in JIT code: most programs need neither, and loading the
@@ -341,7 +342,15 @@ class StopCache:
         if runtime is None:
             return None
         return self._cached(("python-thread", native_id),
-                            lambda: runtime.thread_by_native_id(native_id))
+                            lambda: runtime.thread_by_native_id(self._id_inside(native_id)))
+
+    def _id_inside(self, native_id: int) -> int:
+        """The id the thread ``native_id`` has in the process's own pid namespace (a
+        container's): the one CPython keeps in its thread states."""
+        pid = self.process.pid()
+        if pid is None or self.process.connection() != "native" or pid_inside(pid) == pid:
+            return native_id
+        return pid_inside(native_id, f"/proc/{pid}/task/{native_id}")
 
     def jit_code_regions(self):
         """Named regions of the runtime's JIT code (CPython's executors)."""
