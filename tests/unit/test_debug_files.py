@@ -127,3 +127,18 @@ def test_a_file_is_not_its_own_debug_file(tmp_path, monkeypatch):
                    check=True)
     assert _ids(str(same / "prog.debug"))[1] == "prog.debug"
     assert _found(str(same / "prog.debug")) is None
+
+
+def test_a_debug_link_to_another_build_is_not_taken(tmp_path, monkeypatch):
+    """A debug file found by its debug link's name alone belongs to the file only when
+    its build ID is the file's: a container's libc is named like this machine's, and
+    the other build's debug file would name its code wrongly."""
+    monkeypatch.setattr(debug_files, "DEBUG_ROOT", str(tmp_path / "root"))
+    program, debug = _split_program(tmp_path, "-Wl,--build-id")
+    assert _found(program) == debug
+    other = tmp_path / "other"
+    other.mkdir()
+    _other_program, other_debug = _split_program(other, "-Wl,--build-id=0x1234567890")
+    shutil.copy(other_debug, debug)  # the same name, another build
+    assert _ids(other_debug)[0] != _ids(program)[0]
+    assert _found(program) is None

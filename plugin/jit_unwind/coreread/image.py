@@ -13,6 +13,7 @@ from ..regions.core_link_map import mapped_files
 from ..elf.notes import (NT_AUXV, NT_FILE, PT_LOAD, PT_NOTE, file_entries, note_bodies,
                          program_headers)
 from ..regions.corefile import auxv_pairs
+from ..regions.process_root import host_path
 
 NT_PRSTATUS, NT_PRPSINFO = 1, 3
 PRPSINFO_PID = 24  # pr_pid in x86-64's struct elf_prpsinfo
@@ -73,7 +74,7 @@ class CoreImage:
 
     def __init__(self, path, executable: Optional[str] = None, sysroot: str = ""):
         """``sysroot``: where the files the core names are (a core of another machine's
-        processor: qemu-aarch64's)."""
+        processor: qemu-aarch64's; of a process in a container: its root)."""
         self.path = os.fspath(path)
         self.auxv = b""
         self.data = _contents(self.path)
@@ -93,6 +94,10 @@ class CoreImage:
                 self._notes(bytes(self.data[offset:offset + filesz]))
         self.segments.sort(key=lambda s: s.start)
         self._starts = [s.start for s in self.segments]
+        self.sysroot = sysroot
+        if self.files and sysroot:  # the files NT_FILE names, under the sysroot only
+            self.files = [FileMapping(f.start, f.end, host_path(sysroot, f.path), f.offset)
+                          for f in self.files]
         if not self.files:  # no NT_FILE note (qemu's cores): the files from memory
             self.files = [FileMapping(start, end, path, offset) for start, end, path, offset
                           in mapped_files(self._read, auxv_pairs(self.auxv), sysroot,

@@ -65,6 +65,9 @@ class CoreProcess(debugger.Process):
     def core_file(self):
         return self._core_path
 
+    def sysroot(self):
+        return getattr(self.image, "sysroot", "")
+
     def debugger_mappings(self):
         return [Mapping(f.start, f.end, "r--p", f.path, f.offset) for f in self.image.files]
 

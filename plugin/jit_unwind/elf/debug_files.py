@@ -6,6 +6,7 @@ file's headers, build ID note and debug link are read: no symbol table."""
 from __future__ import annotations  # annotations unevaluated: less work at load
 
 import os
+import struct
 from typing import List, Optional
 
 from .notes import gnu_build_id
@@ -57,6 +58,22 @@ def candidates(path: str, identity: Optional[str], link: Optional[str]) -> List[
 
 def separate_debug_file(path: str, identity: Optional[str],
                         link: Optional[str]) -> Optional[str]:
-    """The first of the ``candidates`` that is a file (``path`` itself is not)."""
+    """The first of the ``candidates`` that is a file (``path`` itself is not) of the
+    same build: one found by its debug link's name alone may be another build's (a
+    container's libc named as this machine's), whose names would be wrong."""
+    by_id = build_id_file(identity)
     return next((candidate for candidate in candidates(path, identity, link)
-                 if candidate != path and os.path.isfile(candidate)), None)
+                 if candidate != path and os.path.isfile(candidate)
+                 and (candidate == by_id or _same_build(candidate, identity))), None)
+
+
+def _same_build(candidate: str, identity: Optional[str]) -> bool:
+    """Whether the debug file ``candidate`` has build ID ``identity`` (a file without
+    one, as GDB would take it by its debug link's CRC: taken)."""
+    if identity is None:
+        return True
+    try:
+        with open(candidate, "rb") as handle:
+            return build_id(RawElf(handle, candidate)) == identity
+    except (OSError, ValueError, struct.error):
+        return False

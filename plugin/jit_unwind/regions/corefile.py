@@ -18,6 +18,7 @@ from ..elf.pyelftools_errors import pyelftools_errors
 from ..file_cache import FileCache
 from ..model import Mapping
 from .core_link_map import last_library, mapped_files
+from .process_root import host_path
 
 AT_SYSINFO_EHDR = 33  # auxv entry: where the vDSO's ELF header is
 PF_X, PF_W, PF_R = 1, 2, 4
@@ -114,6 +115,9 @@ def _read_headers(handle, sysroot: str = "", executable: Optional[str] = None
     files, auxv = _core_notes(handle, headers)
     if not files:
         files = core_file_list(handle, headers, auxv, sysroot, executable)
+    elif sysroot:  # the files the core names, under the sysroot: never this machine's
+        files = [(start, end, host_path(sysroot, path), offset)
+                 for start, end, path, offset in files]
     loads = [(vaddr, memsz, flags, filesz) for kind, flags, _offset, vaddr, _paddr, filesz,
              memsz, _align in headers if kind == PT_LOAD]
     return files, _auxv_value(auxv, AT_SYSINFO_EHDR), loads
