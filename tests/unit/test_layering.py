@@ -173,7 +173,7 @@ LAYERS = [
     {"symfile"},    # the JIT symbol file
     {"commands"},   # the commands' logic and text
     {"gdb", "lldb", "coreread"},  # the readers
-    {"liveread"},   # a live process with no debugger: coreread's walk over ptrace
+    {"liveread", "minidump"},  # no debugger: coreread's walk over ptrace, over a minidump
     {"loaders"},
     {"cli"},
     {"__main__"},

@@ -19,7 +19,8 @@ def add_parser(subparsers, epilog: str) -> None:
                     "stderr). --debugger none reads the core without any debugger (no GDB "
                     "or LLDB needed): the same stacks and JSON as GDB's.")
     parser.add_argument("core", metavar="CORE",
-                        help="a core file, also compressed as systemd-coredump stores it "
+                        help="a core file or a Linux minidump (Breakpad's, Crashpad's, "
+                             "LLDB's), also compressed as systemd-coredump stores it "
                              "(zstd, xz, lz4, gzip)")
     parser.add_argument("executable", metavar="EXECUTABLE", nargs="?")
     parser.add_argument("--sysroot", metavar="DIR",
@@ -120,6 +121,9 @@ def _aarch64_debugger(options):
 
 def _run(options, core: str) -> int:
     """``core``: the plain core to read (``options.core`` decompressed, when it was)."""
+    from .minidump_core import is_minidump, run_minidump
+    if is_minidump(core):
+        return run_minidump(options, core)
     machine = core_machine(core)
     if machine not in (EM_X86_64, EM_AARCH64):
         raise CliError(f"{options.core} is not an x86-64 or aarch64 core file")

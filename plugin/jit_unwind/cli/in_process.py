@@ -35,6 +35,17 @@ def run_core(core: str, executable: str, named: Optional[str], options) -> Batch
     return _mixed_bt(process, options, core)
 
 
+def run_minidump_here(image, executable: str, options) -> BatchResult:
+    """What ``py-mixed-bt --all-threads`` prints for the minidump ``image`` read here
+    (``jit_unwind.minidump``), ``executable`` read where it maps its program."""
+    from ..minidump.process import open_image
+    process = open_image(image)
+    program = image.program()
+    if program is not None:
+        _use_executable(process, image.local_path(program.path), os.path.abspath(executable))
+    return _mixed_bt(process, options, image.path)
+
+
 LIVE = Debugger("none", "jit-unwind's live reader (--debugger none)")
 
 

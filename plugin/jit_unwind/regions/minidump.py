@@ -6,7 +6,7 @@ every size bounded: a truncated or foreign file gives None."""
 
 import os
 import struct
-from typing import List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from ..model import Mapping
 from .procmaps import parse_proc_maps
@@ -39,24 +39,85 @@ def minidump_maps(path: str) -> Optional[List[Mapping]]:
     return mappings
 
 
+def stream_directory(handle) -> Optional[Dict[int, Tuple[int, int]]]:
+    """Each stream type of the minidump open as ``handle`` and the (size, file offset)
+    of its first stream; None when it is no minidump."""
+    header = handle.read(_HEADER.size)
+    if len(header) < _HEADER.size:
+        return None
+    signature, _version, count, directory = _HEADER.unpack(header)
+    if signature != b"MDMP" or count > MAX_STREAMS:
+        return None
+    handle.seek(directory)
+    entries = handle.read(count * _DIRECTORY_ENTRY.size)
+    streams: Dict[int, Tuple[int, int]] = {}
+    for index in range(len(entries) // _DIRECTORY_ENTRY.size):
+        kind, size, offset = _DIRECTORY_ENTRY.unpack_from(entries, index * _DIRECTORY_ENTRY.size)
+        streams.setdefault(kind, (size, offset))
+    return streams
+
+
 def _read(path: str) -> Optional[List[Mapping]]:
     try:
         with open(path, "rb") as handle:
-            header = handle.read(_HEADER.size)
-            if len(header) < _HEADER.size:
+            streams = stream_directory(handle)
+            size, offset = (streams or {}).get(LINUX_MAPS, (0, 0))
+            if not size or size > MAX_MAPS_TEXT:
                 return None
-            signature, _version, count, directory = _HEADER.unpack(header)
-            if signature != b"MDMP" or count > MAX_STREAMS:
-                return None
-            handle.seek(directory)
-            entries = handle.read(count * _DIRECTORY_ENTRY.size)
-            for index in range(len(entries) // _DIRECTORY_ENTRY.size):
-                kind, size, offset = _DIRECTORY_ENTRY.unpack_from(
-                    entries, index * _DIRECTORY_ENTRY.size)
-                if kind == LINUX_MAPS and size <= MAX_MAPS_TEXT:
-                    handle.seek(offset)
-                    text = handle.read(size).decode("utf-8", errors="replace")
-                    return parse_proc_maps(text) or None
+            handle.seek(offset)
+            text = handle.read(size).decode("utf-8", errors="replace")
+            return parse_proc_maps(text) or None
     except OSError:
         return None
-    return None
+
+
+MEMORY_LIST, MEMORY64_LIST = 5, 9
+MAX_RANGES = 1 << 16
+
+
+def memory_ranges(path: str) -> Optional[List[Tuple[int, int]]]:
+    """The (start, end) of each range of memory the minidump at ``path`` holds (its
+    memory list and 64-bit memory list); None when it cannot be read."""
+    try:
+        with open(path, "rb") as handle:
+            streams = stream_directory(handle)
+            if streams is None:
+                return None
+            ranges: List[Tuple[int, int]] = []
+            # (stream, bytes of its count, where its entries start, entry)
+            for kind, counted, first, entry in ((MEMORY_LIST, 4, 4, struct.Struct("<QII")),
+                                                (MEMORY64_LIST, 8, 16, struct.Struct("<QQ"))):
+                size, offset = streams.get(kind, (0, 0))
+                if size < first:
+                    continue
+                handle.seek(offset)
+                count = min(int.from_bytes(handle.read(counted), "little"), MAX_RANGES)
+                handle.seek(offset + first)
+                table = handle.read(count * entry.size)
+                for index in range(len(table) // entry.size):
+                    start, length = entry.unpack_from(table, index * entry.size)[:2]
+                    ranges.append((start, start + length))
+            return ranges
+    except OSError:
+        return None
+
+
+def missing_runtime(process, runtime_at) -> str:
+    """For a minidump that does not hold _PyRuntime (at ``runtime_at()``), such as one
+    of the threads' stacks alone: what is missing, and the dump that would hold it; ""
+    otherwise.  What a debugger reads there instead is the file's initial bytes, never
+    the process's: a guess."""
+    if process.connection() != "minidump":
+        return ""
+    path = getattr(process, "minidump_file", lambda: None)()
+    ranges = memory_ranges(path) if path else None
+    runtime = runtime_at() if ranges is not None else None
+    if runtime is None or any(start <= runtime < end for start, end in ranges or ()):
+        return ""
+    held = sum(end - start for start, end in ranges or ())
+    return (f"the minidump {path} does not hold _PyRuntime ({runtime:#x}), nor the "
+            f"interpreter's other memory (it holds {len(ranges or ())} memory ranges, "
+            f"{held >> 10} KiB in all, such as the threads' stacks): no Python frames can be "
+            "read; "
+            "a minidump with the process's written memory has them (LLDB's process "
+            "save-core --plugin-name=minidump --style modified-memory or full)")
