@@ -395,6 +395,7 @@ class MixedThread:
     frames: List[MixedFrame] = field(default_factory=list)
     unclaimed: List[PyFrame] = field(default_factory=list)
     stop_reason: str = ""
+    python_missing: bool = False  # its Python state is not in the dump (the note says)
 
 
 @record

@@ -77,18 +77,20 @@ def parse(argv: List[str]):
 
 
 def _mixed_thread(thread: Thread, cache: StopCache, options, names,
-                  with_locals=None) -> MixedThread:
+                  with_locals=None, not_dumped: bool = False) -> MixedThread:
+    """``not_dumped``: the interpreter's memory is not in the minidump (no Python)."""
     from ..stack.mixed import mix, native_last
     from ..model import MixedThread
     from ..stack.frames import walk
     try:
-        python = cache.python_thread(thread.native_id)
+        python = None if not_dumped else cache.python_thread(thread.native_id)
     except JitUnwindError:  # memory the runtime's structures need is unreadable: native only
         python = None
     if python is not None and with_locals is not None:
         python = with_locals(python)
     mixed = MixedThread(thread.number, thread.native_id, thread.name, python,
-                        names.get(python.thread_id) if python is not None else None)
+                        names.get(python.thread_id) if python is not None else None,
+                        python_missing=not_dumped)
     if not options.python_only:
         natives, mixed.stop_reason = walk(thread, cache)
         mixed.frames = mix(natives, python)
@@ -118,19 +120,25 @@ def py_mixed_bt(process: Process, cache: StopCache, argv: List[str],
     no_executable = missing_executable(process)
     if no_executable:
         options.python_only = True
-    runtime, reason = cache.python_runtime()
+    from ..regions.minidump import missing_runtime
+    # A minidump without the interpreter's memory (its threads' stacks only): the
+    # native frames, and what is missing for the Python ones, never the file's bytes.
+    not_dumped = missing_runtime(process, lambda: cache.lookup_symbol("_PyRuntime",
+                                                                      debug_info=False))
+    runtime, reason = (None, not_dumped) if not_dumped else cache.python_runtime()
     truncated = truncation(process, lambda: cache.lookup_symbol("_PyRuntime",
                                                                 debug_info=False))
     if no_executable:  # the cause of what the runtime seemed to say, as a truncation
         truncated = ("; ".join(filter(None, [no_executable, truncated[0]])),
                      truncated[1] or runtime is None)
-    if runtime is None and (options.python_only or cache.is_python_process()):
+    if runtime is None and (options.python_only or cache.is_python_process()) \
+            and not (not_dumped and not options.python_only):
         raise CommandError(f"py-mixed-bt: {_with_cause(truncated, reason, bool(no_executable))}")
     with process.keep_selection():
         threads = process.threads() if options.all_threads else [process.selected_thread()]
         names = read_thread_names(runtime) if runtime is not None else {}  # never raises
         add_locals = _locals_adder(runtime) if options.locals and runtime else None
-        mixed = [_mixed_thread(thread, cache, options, names, add_locals)
+        mixed = [_mixed_thread(thread, cache, options, names, add_locals, bool(not_dumped))
                  for thread in threads if thread is not None]
     # Without a runtime, say why (e.g. libpython is not loaded yet at `starti`).
     note = runtime.lifecycle_note() if runtime is not None else reason  # never raises

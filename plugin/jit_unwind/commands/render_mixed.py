@@ -14,7 +14,8 @@ def thread_heading(thread: MixedThread) -> str:
     if name:
         parts.append(f'"{name}"')
     if thread.python is None:
-        parts.append("[no Python]")
+        parts.append("[Python state not in the dump]" if thread.python_missing
+                     else "[no Python]")
     elif thread.python.holds_gil:
         parts.append("[holds the GIL]")
     if thread.python is not None and thread.python.state:

@@ -402,6 +402,13 @@ class LldbProcess(Process):
         spec = self.inner.GetCoreFile()
         return spec.fullpath if spec is not None and spec.IsValid() else None
 
+    def minidump_file(self) -> Optional[str]:
+        """The minidump loaded (to tell what memory it holds), None for anything else."""
+        if self.inner.GetPluginName() != "minidump":
+            return None
+        spec = self.inner.GetCoreFile()
+        return spec.fullpath if spec is not None and spec.IsValid() else None
+
     def debugger_mappings(self) -> List[Mapping]:
         """LLDB's memory region list; a minidump's from its copy of the process's
         /proc/PID/maps, which has the file offsets LLDB's list leaves out."""
