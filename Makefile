@@ -17,7 +17,7 @@ FIXTURE_CFLAGS := -O0 -g -fno-omit-frame-pointer -Wall -Wextra
 PYTEST_ARGS ?=
 
 .PHONY: demo demo-deps test lint test-cpython-gdb fuzz apt-deps venv fixtures cpython-fixtures \
-        clean aarch64-fixtures
+        clean aarch64-fixtures container-fixtures
 
 DEMO_GDB := gdb -q -nx -batch -iex 'set debuginfod enabled off' -iex 'set pagination off'
 DEMO_PROGRAM := $(BUILD)/toyjit mixed 2 sigtrap
@@ -87,6 +87,7 @@ $(VENV)/.installed: requirements-test.txt setup.cfg
 
 fixtures: $(BUILD)/toyjit $(BUILD)/deepstack $(BUILD)/jitdump_jit $(BUILD)/manyjit $(BUILD)/nocfi \
           $(BUILD)/remapped_entry $(BUILD)/runtimes/Hot.class cpython-fixtures aarch64-fixtures \
+          container-fixtures \
           $(BUILD)/cxx_args_size $(BUILD)/stop_loop
 
 # The CPython test interpreters of tests/jit_python.py, once per machine into
@@ -135,6 +136,11 @@ $(BUILD)/runtimes/Hot.class: tests/fixtures/runtimes/Hot.java
 # JIT for aarch64, non-PIE (qemu's cores leave out file-backed code, so a PIE is never
 # relocated in them) and PIE.
 AARCH64_CC := aarch64-linux-gnu-gcc
+# A container's core: Debian 13's python3.13 run in a root of its own, dumped at a SIGTRAP
+# (tests/e2e/test_container_core.py); once per machine into ~/.cache/jit-unwind.
+container-fixtures:
+	tests/fixtures/debian13_core.sh
+
 aarch64-fixtures: $(BUILD)/aarch64/toyjit $(BUILD)/aarch64/toyjit-pie
 	tests/fixtures/aarch64/setup.sh
 

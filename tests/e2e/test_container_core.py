@@ -1,0 +1,82 @@
+"""A container's core read on the host with ``--sysroot`` (issue 35, item 3): Debian 13's
+own python3.13 (stripped, LTO/PGO, glibc 2.41: another build of every file than this
+Debian 12 machine's) run in a root directory of its own, in its own pid namespace,
+with ``-X perf``, dumped by the kernel at a SIGTRAP seven Python functions deep
+(tests/fixtures/debian13_core.sh, ``make fixtures``).
+
+Read through each GDB and with no debugger, as a user would: ``jit-unwind core
+--sysroot ROOT CORE ROOT/usr/bin/python3.13``.  Every file comes from under ROOT: the
+interpreter (its ``_PyRuntime`` in .dynsym and .PyRuntime: the Python frames), libc
+(its CFI: the walk to ``_start``; never this machine's libc or its debug file, which
+named frame 0 ``__GI___qsort_r``), the perf map (ROOT/tmp/perf-PID.map with the pid
+the core holds, the container's)."""
+
+import json
+import re
+
+import pytest
+
+from tests.e2e.test_cli import jit_unwind
+from tests.jit_python import CACHE
+from tests.python_expect import SCRIPTS, marks
+
+FIXTURE = CACHE / "debian13-python3.13"
+ROOT = FIXTURE / "root"
+CORE = FIXTURE / "python.core"
+PYTHON = ROOT / "usr" / "bin" / "python3.13"
+SCRIPT = SCRIPTS / "seven_deep.py"
+FUNCTIONS = ["f7", "f6", "f5", "f4", "f3", "f2", "f1", "<module>"]
+DEBUGGERS = ["none", "gdb", "gdb18"]
+
+
+def read(debugger, *form):
+    assert CORE.exists(), f"{CORE} is missing: run tests/fixtures/debian13_core.sh " \
+                          "(make fixtures does)"
+    result = jit_unwind("core", "--debugger", debugger, "--sysroot", ROOT, *form, CORE, PYTHON)
+    assert result.returncode == 0, result
+    assert "Traceback" not in result.stderr, result.stderr
+    assert "_PyRuntime" not in result.stderr, result.stderr
+    return result.stdout
+
+
+@pytest.fixture(scope="module")
+def without_debugger():
+    return read("none"), json.loads(read("none", "--json"))
+
+
+@pytest.mark.parametrize("debugger", DEBUGGERS)
+def test_container_core_through_each_reader(debugger, without_debugger):
+    text = read(debugger)
+    document = json.loads(read(debugger, "--json"))
+    (thread,) = document["threads"]
+    pid = thread["lwp"]
+    # The Python frames, each with its line, the pid being the container's.
+    assert [(f["function"], f["file"]) for f in thread["python"]] == [
+        (name, "/tmp/seven_deep.py") for name in FUNCTIONS], text
+    assert thread["python"][0]["line"] == marks(SCRIPT)["f7"], text
+    assert (ROOT / "tmp" / f"perf-{pid}.map").exists(), "the core's pid names the map"
+    frames = thread["frames"]
+    # Frame 0 is libc's kill: named by the container's libc, never by this machine's
+    # libc or debug file (another build).
+    assert frames[0]["function"] == "kill", text
+    assert not any(" at " in line for line in text.splitlines()), text
+    # The perf map's trampolines, one per Python function, interleaved in order.
+    trampolines = [f["function"] for f in frames if f["function"].startswith("py::")]
+    assert trampolines == [f"py::{name}:/tmp/seven_deep.py" for name in FUNCTIONS], text
+    # The native walk reaches _start through the container's libc.
+    assert frames[-1]["function"] == "_start", text
+    assert "__libc_start_main" in [f["function"] for f in frames], text
+    libraries = {f["library"] for f in frames if f.get("library")}
+    assert libraries and all(path.startswith(f"{ROOT}/") for path in libraries), libraries
+    # Every reader prints the same.
+    assert text == without_debugger[0]
+    assert document == without_debugger[1]
+
+
+def test_without_the_sysroot_nothing_of_this_machine_is_taken_for_the_containers():
+    """Read as if its files were this machine's (no --sysroot), the core finds no
+    interpreter at /usr/bin/python3.13: no Python frames, and no frame is named from
+    this machine's libc (another build) by its debug file."""
+    result = jit_unwind("core", "--debugger", "none", CORE, PYTHON)
+    assert "Traceback" not in result.stderr, result.stderr
+    assert not re.search(r"qsort|msort\.c", result.stdout), result.stdout
