@@ -120,7 +120,7 @@ def py_mixed_bt(process: Process, cache: StopCache, argv: List[str],
     no_executable = missing_executable(process)
     if no_executable:
         options.python_only = True
-    from ..regions.minidump import missing_runtime
+    from ..regions.minidump import missing_code, missing_runtime
     # A minidump without the interpreter's memory (its threads' stacks only): the
     # native frames, and what is missing for the Python ones, never the file's bytes.
     not_dumped = missing_runtime(process, lambda: cache.lookup_symbol("_PyRuntime",
@@ -143,6 +143,11 @@ def py_mixed_bt(process: Process, cache: StopCache, argv: List[str],
     # Without a runtime, say why (e.g. libpython is not loaded yet at `starti`).
     note = runtime.lifecycle_note() if runtime is not None else reason  # never raises
     note = _with_cause(truncated, note)
+    from ..model import JIT
+    code_missing = missing_code(process, [frame.native.pc for thread in mixed
+                                          for frame in thread.frames
+                                          if frame.native.kind == JIT and frame.native.pc])
+    note = "; ".join(filter(None, [note, code_missing]))
     if options.json:
         return to_json(mixed, str(runtime.version) if runtime is not None else None,
                        options.python_only, note)

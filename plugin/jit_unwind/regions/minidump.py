@@ -121,3 +121,23 @@ def missing_runtime(process, runtime_at) -> str:
             "read; "
             "a minidump with the process's written memory has them (LLDB's process "
             "save-core --plugin-name=minidump --style modified-memory or full)")
+
+
+def missing_code(process, pcs) -> str:
+    """For a minidump that does not hold the code at some of ``pcs`` (JIT frames' pcs:
+    LLDB's modified-memory and stack styles leave executable memory out): how many,
+    and what it does to the frames past them; "" otherwise."""
+    if process.connection() != "minidump" or not pcs:
+        return ""
+    path = getattr(process, "minidump_file", lambda: None)()
+    ranges = memory_ranges(path) if path else None
+    if ranges is None:
+        return ""
+    lacking = [pc for pc in pcs if not any(start <= pc < end for start, end in ranges)]
+    if not lacking:
+        return ""
+    return (f"the minidump {path} does not hold the code of {len(lacking)} JIT "
+            f"frame{'s' if len(lacking) > 1 else ''}: their callers are found by stack "
+            "scan (marked as guesses), and a frame in between may be missing; a minidump "
+            "of the whole memory has it (LLDB's process save-core --plugin-name=minidump "
+            "--style full)")
