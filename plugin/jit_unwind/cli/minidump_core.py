@@ -53,6 +53,11 @@ def run_minidump(options, dump: str) -> int:
         image = MinidumpImage(dump, options.sysroot or "")
     except (OSError, ValueError) as error:
         raise CliError(f"cannot read minidump {options.core}: {error}") from None
+    has, needs = image.size
+    if has < needs:
+        print(f"jit-unwind: warning: the minidump {options.core} is truncated: it has "
+              f"{has} bytes of the {needs} (at least) its streams and memory need; what "
+              "lies past its end is unreadable", file=sys.stderr)
     if options.executable:
         module, executable = image.program(), options.executable
     else:

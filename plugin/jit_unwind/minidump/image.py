@@ -12,7 +12,7 @@ from ..model import Mapping
 from ..regions.corefile import auxv_pairs
 from ..regions.minidump import stream_directory
 from ..regions.procmaps import parse_proc_maps
-from .streams import Module, Streams
+from .streams import SYSTEM_INFO, THREAD_LIST, Module, Streams
 
 AT_ENTRY = 9
 
@@ -42,8 +42,18 @@ class MinidumpImage:
         with open(self.path, "rb") as handle:
             directory = stream_directory(handle)
         if directory is None:
-            raise ValueError("not a minidump")
+            raise ValueError("not a minidump, or cut short before its stream directory")
         streams = Streams(self.data, directory)
+        # (bytes it has, bytes its streams and memory need): a file cut short loses
+        # what lies past its end (the memory 64-bit lists keep last, then the threads).
+        self.size = (len(self.data), streams.size_needed())
+        if THREAD_LIST not in directory or SYSTEM_INFO not in directory:
+            raise ValueError("it has no thread list or no system information stream (cut "
+                             f"short? it has {len(self.data)} bytes)")
+        thread_list = directory[THREAD_LIST]
+        if sum(thread_list) > len(self.data):
+            raise ValueError(f"it is truncated: it has {len(self.data)} bytes of the "
+                             f"{self.size[1]} its streams need, and its thread list is cut off")
         self.machine = streams.machine()
         if not self.machine:
             raise ValueError("a minidump of a processor other than x86-64 or aarch64")

@@ -67,6 +67,12 @@ class Streams:
         count = int.from_bytes(bytes(self.data[offset:offset + width]), "little")
         return min(count, MAX_ENTRIES), offset + width
 
+    def size_needed(self) -> int:
+        """The bytes the file needs for its streams and the memory they list."""
+        ends = [offset + size for size, offset in self.directory.values()]
+        ends += [segment.offset + segment.end - segment.start for segment in self.memory()]
+        return max(ends, default=0)
+
     def machine(self) -> int:
         """The ELF e_machine of the processor (0 for one we do not read)."""
         info = self.raw(SYSTEM_INFO, 2)

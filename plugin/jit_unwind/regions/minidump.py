@@ -77,28 +77,36 @@ MAX_RANGES = 1 << 16
 
 def memory_ranges(path: str) -> Optional[List[Tuple[int, int]]]:
     """The (start, end) of each range of memory the minidump at ``path`` holds (its
-    memory list and 64-bit memory list); None when it cannot be read."""
+    memory list and 64-bit memory list; not those a file cut short lost); None when it
+    cannot be read."""
     try:
         with open(path, "rb") as handle:
             streams = stream_directory(handle)
             if streams is None:
                 return None
+            length = os.fstat(handle.fileno()).st_size
             ranges: List[Tuple[int, int]] = []
-            # (stream, bytes of its count, where its entries start, entry)
-            for kind, counted, first, entry in ((MEMORY_LIST, 4, 4, struct.Struct("<QII")),
-                                                (MEMORY64_LIST, 8, 16, struct.Struct("<QQ"))):
-                size, offset = streams.get(kind, (0, 0))
-                if size < first:
-                    continue
+            size, offset = streams.get(MEMORY_LIST, (0, 0))
+            if size >= 4:
                 handle.seek(offset)
-                count = min(int.from_bytes(handle.read(counted), "little"), MAX_RANGES)
-                handle.seek(offset + first)
-                table = handle.read(count * entry.size)
-                for index in range(len(table) // entry.size):
-                    start, length = entry.unpack_from(table, index * entry.size)[:2]
-                    ranges.append((start, start + length))
+                count = min(int.from_bytes(handle.read(4), "little"), MAX_RANGES)
+                table = handle.read(16 * count)
+                for index in range(len(table) // 16):
+                    start, held, rva = struct.unpack_from("<QII", table, 16 * index)
+                    if rva + held <= length:
+                        ranges.append((start, start + held))
+            size, offset = streams.get(MEMORY64_LIST, (0, 0))
+            if size >= 16:
+                handle.seek(offset)
+                count, rva = struct.unpack("<QQ", handle.read(16))
+                table = handle.read(16 * min(count, MAX_RANGES))
+                for index in range(len(table) // 16):
+                    start, held = struct.unpack_from("<QQ", table, 16 * index)
+                    if rva + held <= length:
+                        ranges.append((start, start + held))
+                    rva += held  # the ranges' bytes follow one another
             return ranges
-    except OSError:
+    except (OSError, struct.error):
         return None
 
 
