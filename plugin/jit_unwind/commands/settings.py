@@ -77,8 +77,8 @@ def _readable_file(path) -> Optional[str]:
 
 
 def _use_jitdump(path) -> None:
-    from ..regions import jitdump  # the jitdump reader is imported when first used
-    jitdump.set_user_path(path or None)
+    from ..regions import jitdump_paths  # not the reader, imported when first used
+    jitdump_paths.set_user_path(path or None)
 
 
 SETTINGS: Dict[str, Setting] = {}

@@ -6,22 +6,10 @@ from ..stop.cache import StopCache
 from .debugger import PROCESS
 
 
-def _import_the_walk() -> None:
-    """The modules a bt through JIT code needs (the core's unwinding strategies and its
-    walk, the CFI reader a stack scan checks its candidates with, the frame filter's
-    labels), imported once per session at the stop that first finds JIT code rather
-    than in the first bt, where they were a third of its instructions (~2.5 ms in GDB
-    13, bench/jit_runtimes.py).  A session without JIT code never imports them."""
-    try:
-        from ..stack import bt_walk, decoration_gate  # noqa: F401
-        from ..unwind import native_step
-        native_step.load_cfi_reader()
-    except ImportError as error:  # a broken install: the first bt imports them again
-        from .log import debug_log
-        debug_log(f"the walk's modules not imported at the stop: {error!r}")
-
-
-STATE = StopCache(PROCESS, on_first_jit=_import_the_walk)
+# The walk's modules (strategies, frame labels) are imported by the first frame that
+# needs them, not at the stop that first finds JIT code: a session whose frames are
+# all native (a JIT process stopped in its C code) never pays for them.
+STATE = StopCache(PROCESS)
 OWN_FILES = PROCESS.own_files  # the symbol file we add: no reason to drop STATE
 
 

@@ -33,7 +33,7 @@ READ_ERRORS = (JitUnwindError, *FILE_ERRORS)
 
 
 def _may_have_jitdump(pid: Optional[int], mappings) -> bool:
-    from ..regions.jitdump import may_have_jitdump  # most sessions never need the module
+    from ..regions.jitdump_paths import may_have_jitdump  # not the reader: most never need it
     return pid is not None and may_have_jitdump(pid, (m.path for m in mappings))
 
 
