@@ -8,7 +8,7 @@ Read from the host with ``jit-unwind attach`` with no debugger and through each 
 ``target:/srv/...``): the frames name the interpreter's functions (its files read
 through /proc/PID/root), the Python frames name the scripts, each thread's Python
 stack is its own (CPython keeps the threads' ids of the container's pid namespace),
-and the perf map's trampolines are named from the container's /tmp."""
+and the perf trampolines are named from the container's /tmp (its perf map, its jitdump)."""
 
 import json
 import os
@@ -131,12 +131,19 @@ def test_container_jit_threads_read_from_outside(reader):
     assert any(name.startswith(f"[jit shim] spin ({script}:") for name in functions), functions
 
 
+@pytest.mark.parametrize("option", ["perf", "perf_jit"])
 @pytest.mark.parametrize("reader", READERS, ids=lambda reader: reader[-1])
-def test_container_perf_map_read_from_its_tmp(reader):
+def test_container_trampolines_named_from_its_tmp(reader, option):
+    """-X perf: the container's /tmp/perf-PID.map; -X perf_jit: its /tmp/jit-PID.dump
+    (the process maps it; its pid inside names it and is in its header)."""
     script = f"{SCRIPTS_INSIDE}/jit_scenarios.py"
-    with contained("-X", "perf", f"{SCRIPTS_INSIDE}/stop_instead_of_trap.py", script,
+    with contained("-X", option, f"{SCRIPTS_INSIDE}/stop_instead_of_trap.py", script,
                    "kill") as pid:
-        assert not os.path.exists(f"/tmp/perf-{pid}.map")
+        assert not {f"perf-{pid}.map", f"jit-{pid}.dump"} & set(os.listdir("/tmp"))
+        inside = [name for name in os.listdir(f"/proc/{pid}/root/tmp")
+                  if name.startswith(("perf-", "jit-"))]
+        assert len(inside) == 1 and inside[0].startswith(
+            "perf-" if option == "perf" else "jit-"), inside
         document = read(pid, reader)
     (thread,) = document["threads"]
     assert [f["function"] for f in thread["python"][:2]] == ["leaf", "hot"], thread

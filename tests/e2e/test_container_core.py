@@ -9,7 +9,8 @@ Read through each GDB and with no debugger, as a user would: ``jit-unwind core
 interpreter (its ``_PyRuntime`` in .dynsym and .PyRuntime: the Python frames), libc
 (its CFI: the walk to ``_start``; never this machine's libc or its debug file, which
 named frame 0 ``__GI___qsort_r``), the perf map (ROOT/tmp/perf-PID.map with the pid
-the core holds, the container's)."""
+the core holds, the container's), or the jitdump (a second core, ``-X perf_jit``:
+ROOT/tmp/jit-PID.dump, which the process maps)."""
 
 import json
 import re
@@ -22,45 +23,54 @@ from tests.python_expect import SCRIPTS, marks
 
 FIXTURE = CACHE / "debian13-python3.13"
 ROOT = FIXTURE / "root"
-CORE = FIXTURE / "python.core"
+CORE = FIXTURE / "python.core"  # -X perf: ROOT/tmp/perf-PID.map
+# Each core, and the file of its root that names its trampolines.
+CORES = {"perf-map": ("python.core", "perf-{}.map"), "jitdump": ("perf-jit.core", "jit-{}.dump")}
 PYTHON = ROOT / "usr" / "bin" / "python3.13"
 SCRIPT = SCRIPTS / "seven_deep.py"
 FUNCTIONS = ["f7", "f6", "f5", "f4", "f3", "f2", "f1", "<module>"]
 DEBUGGERS = ["none", "gdb", "gdb18"]
 
 
-def read(debugger, *form):
-    assert CORE.exists(), f"{CORE} is missing: run tests/fixtures/debian13_core.sh " \
+def read(debugger, *form, core=CORE):
+    assert core.exists(), f"{core} is missing: run tests/fixtures/debian13_core.sh " \
                           "(make fixtures does)"
-    result = jit_unwind("core", "--debugger", debugger, "--sysroot", ROOT, *form, CORE, PYTHON)
+    result = jit_unwind("core", "--debugger", debugger, "--sysroot", ROOT, *form, core, PYTHON)
     assert result.returncode == 0, result
     assert "Traceback" not in result.stderr, result.stderr
     assert "_PyRuntime" not in result.stderr, result.stderr
     return result.stdout
 
 
-@pytest.fixture(scope="module")
-def without_debugger():
-    return read("none"), json.loads(read("none", "--json"))
+@pytest.fixture(scope="module", params=list(CORES))
+def container_core(request):
+    """(the core, the name of its trampolines' file, what the reader with no debugger
+    prints: text and JSON)."""
+    name, names_file = CORES[request.param]
+    core = FIXTURE / name
+    return core, names_file, read("none", core=core), json.loads(read("none", "--json",
+                                                                      core=core))
 
 
 @pytest.mark.parametrize("debugger", DEBUGGERS)
-def test_container_core_through_each_reader(debugger, without_debugger):
-    text = read(debugger)
-    document = json.loads(read(debugger, "--json"))
+def test_container_core_through_each_reader(debugger, container_core):
+    core, names_file, expected_text, expected_document = container_core
+    text = read(debugger, core=core)
+    document = json.loads(read(debugger, "--json", core=core))
     (thread,) = document["threads"]
     pid = thread["lwp"]
     # The Python frames, each with its line, the pid being the container's.
     assert [(f["function"], f["file"]) for f in thread["python"]] == [
         (name, "/tmp/seven_deep.py") for name in FUNCTIONS], text
     assert thread["python"][0]["line"] == marks(SCRIPT)["f7"], text
-    assert (ROOT / "tmp" / f"perf-{pid}.map").exists(), "the core's pid names the map"
+    assert (ROOT / "tmp" / names_file.format(pid)).exists(), "the core's pid names it"
     frames = thread["frames"]
     # Frame 0 is libc's kill: named by the container's libc, never by this machine's
     # libc or debug file (another build).
     assert frames[0]["function"] == "kill", text
     assert not any(" at " in line for line in text.splitlines()), text
-    # The perf map's trampolines, one per Python function, interleaved in order.
+    # The trampolines, one per Python function, interleaved in order: named by the
+    # root's perf map, or by its jitdump (that core's pid has no perf map).
     trampolines = [f["function"] for f in frames if f["function"].startswith("py::")]
     assert trampolines == [f"py::{name}:/tmp/seven_deep.py" for name in FUNCTIONS], text
     # The native walk reaches _start through the container's libc.
@@ -69,8 +79,8 @@ def test_container_core_through_each_reader(debugger, without_debugger):
     libraries = {f["library"] for f in frames if f.get("library")}
     assert libraries and all(path.startswith(f"{ROOT}/") for path in libraries), libraries
     # Every reader prints the same.
-    assert text == without_debugger[0]
-    assert document == without_debugger[1]
+    assert text == expected_text
+    assert document == expected_document
 
 
 def test_without_the_sysroot_nothing_of_this_machine_is_taken_for_the_containers():

@@ -16,6 +16,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 from ..model import Mapping, Region, RegionSource
 from ..records import field, record
 from ..target import Memory
+from .process_root import process_root
 from .jitdump import (FILE_HEADER, CodeLoad, Jitdump, candidate_paths, comparable_length,
                       file_exists, find_jitdump, parse_jitdump, with_pending,
                       working_directory)
@@ -55,16 +56,21 @@ def process_jitdump(process, mappings: Sequence[Mapping], kind: str,
                     lookup_symbol: Callable[[str], Optional[int]]) -> ProcessJitdump:
     """The jitdump of ``process`` (a debugger.Process) with records checked against its
     memory; empty when it wrote none (or the file is gone)."""
-    pid = process.pid()
-    if pid is None:
+    host_pid = process.pid()
+    if host_pid is None:
         return ProcessJitdump()
+    # A process in a container names its dump (and writes it in its header) by the pid
+    # it knows itself by, and its working directory is under its root.
+    root, pid = process_root(process, kind)
+    pid = pid or host_pid
     mapped = [m.path for m in mappings]
-    cwd = working_directory(process, kind)
+    cwd = f"/proc/{host_pid}/cwd" if root and kind == "native" else \
+        working_directory(process, kind)
     if not file_exists(pid, mapped, cwd):
         # Most JIT processes write no dump: the search below (each place read twice,
         # the process's start time from /proc) would be ~0.3 ms of their first bt.
         return ProcessJitdump()
-    accept = _current_file(pid, mapped) if kind == "native" else _any
+    accept = _current_file(host_pid, mapped) if kind == "native" else _any
     path, dump = find_jitdump(pid, mapped, cwd, accept)
     if path is not None and dump is not None:  # (find_jitdump gives both or neither)
         full = _with_unflushed(process.memory, path, dump, lookup_symbol)

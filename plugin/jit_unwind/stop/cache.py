@@ -17,7 +17,7 @@ from ..model import Unwound
 from ..regions import RegionMap
 from ..regions.discovery import build_region_map, jit_interface_regions
 from ..regions.perfmap import read_perf_map
-from ..regions.process_root import pid_inside
+from ..regions.process_root import pid_inside, process_root
 
 # The CPython model is imported when a Python process is first looked at, the jitdump
 # reader when a pc is first in JIT code: most programs need neither, and loading the
@@ -185,10 +185,12 @@ class StopCache:
 
     def _jitdump_file_exists(self) -> bool:
         from ..regions import jitdump
-        pid = self.process.pid()
+        kind = self.process.connection()
+        root, pid = process_root(self.process, kind)  # the pid the process knows
         if pid is None:
             return False
-        cwd = jitdump.working_directory(self.process, self.process.connection())
+        cwd = f"/proc/{self.process.pid()}/cwd" if root and kind == "native" else \
+            jitdump.working_directory(self.process, kind)
         return jitdump.file_exists(pid, [m.path for m in self.regions().mappings], cwd)
 
     def jitdump(self) -> "ProcessJitdump":
