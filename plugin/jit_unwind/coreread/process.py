@@ -107,6 +107,9 @@ def open_core(path, executable: Optional[str] = None, sysroot: str = "") -> Core
     is no 64-bit little-endian core."""
     if executable:  # a relative path would not be taken for a file's (module_paths)
         executable = os.path.abspath(executable)
+    if sysroot:  # its debug packages, as GDB finds them
+        from ..elf.debug_files import look_under
+        look_under(sysroot)
     process = CoreProcess(CoreImage(path, executable, sysroot))
     StopCache(process)  # the one stop of a core: process.cache
     return process
