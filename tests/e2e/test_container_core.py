@@ -13,7 +13,6 @@ the core holds, the container's), or the jitdump (a second core, ``-X perf_jit``
 ROOT/tmp/jit-PID.dump, which the process maps)."""
 
 import json
-import re
 
 import pytest
 
@@ -32,13 +31,15 @@ FUNCTIONS = ["f7", "f6", "f5", "f4", "f3", "f2", "f1", "<module>"]
 DEBUGGERS = ["none", "gdb", "gdb18"]
 
 
-def read(debugger, *form, core=CORE):
-    assert core.exists(), f"{core} is missing: run tests/fixtures/debian13_core.sh " \
-                          "(make fixtures does)"
-    result = jit_unwind("core", "--debugger", debugger, "--sysroot", ROOT, *form, core, PYTHON)
+def read(debugger, *form, core=CORE, root=ROOT):
+    assert core.exists() and root.exists(), \
+        f"{core} or {root} is missing: run tests/fixtures/debian13_core.sh (make fixtures does)"
+    result = jit_unwind("core", "--debugger", debugger, "--sysroot", root, *form, core,
+                        root / "usr" / "bin" / "python3.13")
     assert result.returncode == 0, result
     assert "Traceback" not in result.stderr, result.stderr
     assert "_PyRuntime" not in result.stderr, result.stderr
+    assert "warning" not in result.stderr, result.stderr  # every file the core's build
     return result.stdout
 
 
@@ -83,10 +84,32 @@ def test_container_core_through_each_reader(debugger, container_core):
     assert document == expected_document
 
 
-def test_without_the_sysroot_nothing_of_this_machine_is_taken_for_the_containers():
-    """Read as if its files were this machine's (no --sysroot), the core finds no
-    interpreter at /usr/bin/python3.13: no Python frames, and no frame is named from
-    this machine's libc (another build) by its debug file."""
-    result = jit_unwind("core", "--debugger", "none", CORE, PYTHON)
-    assert "Traceback" not in result.stderr, result.stderr
-    assert not re.search(r"qsort|msort\.c", result.stdout), result.stdout
+def test_without_the_sysroot_the_other_builds_are_named():
+    """Read as if its files were this machine's (no --sysroot), the core's libraries are
+    this machine's other builds: a one-line warning names them (build IDs in the core
+    and here) and says to give the root with --sysroot; never a traceback."""
+    for debugger in DEBUGGERS:
+        result = jit_unwind("core", "--debugger", debugger, CORE, PYTHON)
+        assert "Traceback" not in result.stderr, result.stderr
+        (warning,) = [line for line in result.stderr.splitlines() if "warning" in line]
+        assert warning.startswith("jit-unwind: warning: the core's files are other builds "
+                                  "here: "), warning
+        assert "/libc.so.6 (build ID " in warning and warning.endswith(
+            "with --sysroot"), warning
+
+
+def test_the_sysroots_debug_files_by_build_id():
+    """With its libc's debug package installed in the root (root-dbg), every reader
+    names libc's frames from that debug file, found by build ID under the sysroot as
+    GDB finds it: frame 0 is __GI_kill with its line, the walk through
+    __libc_start_call_main, all the same text."""
+    root = FIXTURE / "root-dbg"
+    texts = {debugger: read(debugger, root=root) for debugger in DEBUGGERS}
+    text = texts["none"]
+    lines = text.splitlines()
+    assert lines[1] == "#0   __GI_kill at sysdeps/unix/syscall-template.S:120", text
+    assert any(line.endswith(" __libc_start_call_main at "
+                             "sysdeps/nptl/libc_start_call_main.h:58") for line in lines), text
+    assert lines[-1].endswith(" _start"), text
+    assert text.count("[py] ") == len(FUNCTIONS), text
+    assert texts["gdb"] == text and texts["gdb18"] == text

@@ -134,12 +134,32 @@ def _run(options, core: str) -> int:
     else:
         executable = find_executable(core, options.core)
     warning = check_executable(core, executable, options)
+    check_libraries(core, options)
     if not options.executable:
         print(f"jit-unwind: executable {executable} (named by the core)", file=sys.stderr)
     status = _read(options, core, executable, machine)
     if warning:
         print(warning, file=sys.stderr)
     return status
+
+
+def check_libraries(core: str, options) -> None:
+    """Warn (stderr) when files the core maps are other builds here than in the core:
+    the core of a process in a container read without its root (--sysroot)."""
+    from .core_check import CoreProgram, other_builds
+    try:
+        found = other_builds(CoreProgram(core), options.sysroot or "")
+    except (OSError, ValueError, struct.error):
+        return
+    if not found:
+        return
+    listed = ", ".join(f"{path} (build ID {here[:12]}… here, {recorded[:12]}… in the core)"
+                       for path, recorded, here in found[:3])
+    more = f" and {len(found) - 3} more" if len(found) > 3 else ""
+    how = "the sysroot holds other builds" if options.sysroot else (
+        "give the root the process ran in (a container's) with --sysroot")
+    print(f"jit-unwind: warning: the core's files are other builds here: {listed}{more}; "
+          f"frames in them may be misnamed or cut short: {how}", file=sys.stderr)
 
 
 def check_executable(core: str, executable: str, options) -> str:

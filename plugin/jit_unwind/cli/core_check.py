@@ -244,6 +244,37 @@ def mismatch(core: CoreProgram, given: GivenFile) -> Optional[str]:
     return reason
 
 
+def other_builds(core: CoreProgram, sysroot: str = "") -> List[Tuple[str, str, str]]:
+    """(path here, build ID in the core, build ID here) of each file the core maps whose
+    file here (under ``sysroot``) is another build: a container's libraries read as this
+    machine's.  Frames in them would be named and unwound by the wrong file."""
+    from ..regions.process_root import NOT_FILES, host_path
+    found = []
+    for path in sorted(core.files):
+        recorded = core.build_ids.get(path)
+        if not recorded or not path.startswith("/") or path.startswith(NOT_FILES):
+            continue
+        here = host_path(sysroot, path)
+        identity = _file_build_id(here)
+        if identity and identity != recorded:
+            found.append((here, recorded, identity))
+    return found
+
+
+def _file_build_id(path: str) -> Optional[str]:
+    try:
+        with open(path, "rb") as handle:
+            for kind, _f, offset, _v, _p, filesz, _m, _a in program_headers(handle):
+                if kind == PT_NOTE and filesz <= 0x10000:
+                    handle.seek(offset)
+                    identity = gnu_build_id(handle.read(filesz))
+                    if identity:
+                        return identity
+    except (OSError, ValueError, struct.error):
+        pass
+    return None
+
+
 def _same_entry(core: CoreProgram, given: GivenFile) -> bool:
     """The auxv's entry point lies where the file's would (after its program headers by
     as many bytes); True when either does not say."""
