@@ -3,8 +3,8 @@
 A process in a container sees another root: the files it maps, its perf map and its
 jitdump are read through /proc/PID/root.  In its own pid namespace it has another pid,
 and that pid names its /tmp/perf-PID.map and jit-PID.dump.  A core read with a sysroot
-(``set sysroot``, ``--sysroot``) has all its files under that directory: the core's
-pid is the one the process knew itself by."""
+(``set sysroot``, ``--sysroot``) that is a whole root (a container's) has all its files
+under that directory: the core's pid is the one the process knew itself by."""
 
 from __future__ import annotations  # annotations unevaluated: less work at load
 
@@ -64,5 +64,9 @@ def process_root(process, kind: str) -> Tuple[str, Optional[int]]:
     if kind == "native":
         return other_root(pid), pid_inside(pid)
     if kind == "core":
-        return process.sysroot() or "", pid
+        # A whole root (a container's: it has /tmp) holds the process's perf map and
+        # jitdump too; a root of libraries alone (qemu-user's -L) does not: the
+        # process wrote them in this machine's /tmp.
+        sysroot = process.sysroot() or ""
+        return (sysroot if sysroot and os.path.isdir(os.path.join(sysroot, "tmp")) else ""), pid
     return "", pid
