@@ -88,7 +88,7 @@ $(VENV)/.installed: requirements-test.txt setup.cfg
 fixtures: $(BUILD)/toyjit $(BUILD)/deepstack $(BUILD)/jitdump_jit $(BUILD)/manyjit $(BUILD)/nocfi \
           $(BUILD)/remapped_entry $(BUILD)/runtimes/Hot.class cpython-fixtures aarch64-fixtures \
           container-fixtures \
-          $(BUILD)/cxx_args_size $(BUILD)/stop_loop
+          $(BUILD)/cxx_args_size $(BUILD)/stop_loop $(BUILD)/jit_reader_host $(BUILD)/jit_reader.so
 
 # The CPython test interpreters of tests/jit_python.py, once per machine into
 # ~/.cache/jit-unwind: unpacked from ../shared/cpython when it has them (seconds), else
@@ -103,6 +103,16 @@ cpython-fixtures:
 $(BUILD)/%: tests/fixtures/%.c
 	@mkdir -p $(BUILD)
 	gcc $(FIXTURE_CFLAGS) -o $@ $<
+
+# A JIT describing its code through GDB's JIT reader API, and its reader (a shared object
+# GDB loads with jit-reader-load; Debian's gdb ships the API's header, gdb/jit-reader.h).
+$(BUILD)/jit_reader_host: tests/fixtures/jit_reader_host.c tests/fixtures/jit_reader_symfile.h
+	@mkdir -p $(BUILD)
+	gcc $(FIXTURE_CFLAGS) -o $@ $<
+
+$(BUILD)/jit_reader.so: tests/fixtures/jit_reader.c tests/fixtures/jit_reader_symfile.h
+	@mkdir -p $(BUILD)
+	gcc $(FIXTURE_CFLAGS) -Wno-unused-parameter -shared -fPIC -o $@ $<
 
 # C calling code without call frame information: hand-written assembly (no .cfi
 # directives, so no FDE) and C compiled without unwind tables or -g (no .debug_frame).

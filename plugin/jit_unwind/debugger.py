@@ -194,6 +194,13 @@ class Process:
         """Start of the function (minimal symbols suffice) holding ``address``."""
         raise NotImplementedError
 
+    def names_code(self, address: int) -> bool:
+        """Whether the debugger has its own function symbols for the code at ``address``
+        from a source other than ours (a JIT runtime's reader for GDB's JIT reader API,
+        an object file registered with DWARF): then its names and unwinding stand.  The
+        base class knows of none."""
+        return False
+
     def symbol_at(self, address: int) -> Optional[Symbol]:
         """The symbol holding ``address``, None without one.  The base class knows none
         (GDB's Python API has no minimal symbol's range)."""

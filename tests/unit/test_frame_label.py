@@ -121,17 +121,34 @@ def _stack(*frames):
     return frames[0]
 
 
+def _through_jit(cache):
+    """A stack whose frame 1 runs JIT code our unwinder unwound (GDB asked it about that
+    frame when it made it)."""
+    cache.record(JIT_PC, STACK + 8, Unwound("frame-pointer", caller_pc=NATIVE_PC + 8,
+                                            caller_sp=STACK + 0x20))
+    return _stack(FakeFrame(0, NATIVE_PC, STACK), FakeFrame(1, JIT_PC, STACK + 8))
+
+
 def test_gate_walks_the_debuggers_frames_once_per_stop():
     cache = _cache()
     native = _stack(FakeFrame(0, NATIVE_PC, STACK), FakeFrame(1, NATIVE_PC + 8, STACK + 8))
     assert not stack_runs_jit_code(cache, 1, lambda: native)
-    through_jit = _stack(FakeFrame(0, NATIVE_PC, STACK), FakeFrame(1, JIT_PC, STACK + 8))
+    through_jit = _through_jit(cache)
     assert stack_runs_jit_code(cache, 2, lambda: through_jit)
     assert not stack_runs_jit_code(cache, 1, lambda: through_jit)  # remembered
+
+
+def test_gate_leaves_the_debuggers_own_frames_and_messages_alone():
+    """Unnamed JIT code our unwinder left to GDB (its stack cannot be read: GDB says
+    so), and walks that end on an error, print as plain GDB prints them: a frame filter
+    would drop GDB's "Backtrace stopped: ..." line (gdb.base/jit-reader.exp)."""
+    cache = _cache()
+    left = _stack(FakeFrame(0, JIT_PC, STACK, stop_reason="Cannot access memory"))
+    assert not stack_runs_jit_code(cache, 1, lambda: left)
     stopped = _stack(FakeFrame(0, NATIVE_PC, STACK, stop_reason="Cannot access memory"))
-    assert stack_runs_jit_code(cache, 3, lambda: stopped)
+    assert not stack_runs_jit_code(cache, 2, lambda: stopped)
     broken = _stack(FakeFrame(0, NATIVE_PC, STACK, older_error="corrupt stack"))
-    assert stack_runs_jit_code(cache, 4, lambda: broken)
+    assert not stack_runs_jit_code(cache, 3, lambda: broken)
 
 
 def test_gate_decides_from_jit_code_python_and_show_method():
@@ -154,7 +171,7 @@ def test_selected_threads_gate():
     Python frames (none in the fake process), always with show-method."""
     cache = _cache()
     native = _stack(FakeFrame(0, NATIVE_PC, STACK), FakeFrame(1, NATIVE_PC + 8, STACK + 8))
-    through_jit = _stack(FakeFrame(0, NATIVE_PC, STACK), FakeFrame(1, JIT_PC, STACK + 8))
+    through_jit = _through_jit(cache)
     assert not thread_needs_decorating(cache, lambda: 1, lambda: native, False)
     assert thread_needs_decorating(cache, lambda: 2, lambda: through_jit, False)
     assert not thread_needs_decorating(cache, lambda: None, lambda: through_jit, False)

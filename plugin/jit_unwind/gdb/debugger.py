@@ -308,6 +308,24 @@ class GdbProcess(Process):
             return None
         return offset
 
+    def names_code(self, address: int) -> bool:
+        """A function block of GDB's own at ``address``: a JIT reader's (``jit-reader-load``)
+        or DWARF's.  Our symbol file's blocks (its names for GDB) never count; GDB's JIT
+        interface objects without DWARF are known as registered code.  Asked again at
+        every call: loading a JIT reader adds no event."""
+        try:
+            block = gdb.block_for_pc(address)
+            for _ in range(64):  # nested blocks up to the function's, bounded
+                if block is None or block.function is not None:
+                    break
+                block = block.superblock
+            if block is None or block.function is None:
+                return False
+            symtab = block.function.symtab
+            return symtab is None or not self.own_files.is_own(symtab.objfile.filename)
+        except (gdb.error, RuntimeError):  # no program space, an invalid block
+            return False
+
     def function_start(self, address: int) -> Optional[int]:
         """From ``info symbol`` (minimal symbols suffice); rare path."""
         try:

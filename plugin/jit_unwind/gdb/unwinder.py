@@ -13,6 +13,7 @@ from ..target import JitUnwindError
 from ..regions.nocfi import SOURCE as NOCFI
 from .log import debug_log
 from .state import STATE
+from .symfile import STOPS_CONNECTED, connect_stops
 
 
 _CORE = []
@@ -109,6 +110,10 @@ class JitUnwinder(Unwinder):
             pc, sp = _pc_and_sp(pending_frame)
         if STATE.known_native(pc):  # after a step: no need to read the mappings again
             return None
+        if pc in STATE.unwound_pcs:  # one set look-up: a frame we unwound this stop
+            ended = self._ended_walk(pending_frame, pc, sp)
+            if ended is not None:
+                return ended
         # GDB asks about every frame of every program: one lookup, memoized per address
         # (JIT code? code of a mapped file without CFI?).  Every program has some code
         # without CFI (libc's clone, ld.so's entry, gcc's crtstuff), so no per-process
@@ -116,6 +121,8 @@ class JitUnwinder(Unwinder):
         innermost = pending_frame.level() == 0
         lookup = pc if innermost else pc - 1
         code = STATE.regions().code_at(lookup)
+        if STATE.has_jit and not STOPS_CONNECTED[0]:
+            connect_stops()  # the symbol file's refresh at stops, from this stop on
         if code is None:
             return None
         core = _core()
@@ -151,6 +158,19 @@ class JitUnwinder(Unwinder):
             return None
         return self._unwind_info(pending_frame, result, sp, pc, read, arch)
 
+    def _ended_walk(self, pending_frame, pc, sp):
+        """The unwind info of a frame whose walk we ended this stop, asked again (GDB
+        flushed its frames) or, on GDB 13, asked about its echo (see _unwind_info);
+        None for any other frame."""
+        if sp is None:
+            sp = _sp(pending_frame)
+        known = STATE.unwound_at(pc, lambda: sp)
+        if known is None or not known.ends_walk:
+            return None
+        arch = self._architecture(pending_frame.architecture())
+        return None if arch is None else self._unwind_info(pending_frame, known, sp, pc,
+                                                           {}, arch)
+
     def _unwind_info(self, pending_frame, result, sp, pc, read, arch):
         """``read``: name -> (gdb.Value, int) of the registers the strategies read."""
         id_sp = result.cfa if result.cfa is not None else sp
@@ -168,11 +188,14 @@ class JitUnwinder(Unwinder):
         if result.ends_walk:
             if self._has_pc:
                 return info  # no saved pc: GDB ends the backtrace at this frame
-            # GDB 13's frame iterator raises on a frame without a saved pc, and the
-            # whole backtrace is lost; a zero pc ends the walk there too ("zero PC")
-            # and the frame filter hides that last, empty frame.
-            add(arch.pc, value(0))
-            add(arch.sp, value(id_sp))
+            # GDB 13 raises "PC not saved" for a frame without a saved pc (in bt, up,
+            # finish), and a zero pc would make up a frame "#1 0x0" that up and frame
+            # select.  Its echo instead: a caller at this frame's own pc and sp, which
+            # GDB asks us about (_ended_walk) and which gets this frame's id, so GDB
+            # drops it ("previous frame identical to this frame") and this frame is the
+            # outermost, as on GDB 14+.
+            add(arch.pc, value(pc))
+            add(arch.sp, value(sp))
             return info
         add(arch.pc, value(result.caller_pc))
         add(arch.sp, value(result.caller_sp))

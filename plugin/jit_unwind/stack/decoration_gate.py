@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Callable, Optional, Sequence
 
 from ..debugger import DebuggerError, Frame
+from ..regions import RegionMap
 from ..stop.cache import StopCache
 
 # Beyond this many frames stack_runs_jit_code stops walking and says yes.
@@ -47,8 +48,11 @@ def thread_needs_decorating(cache: StopCache, thread_key: Callable[[], Optional[
 def stack_runs_jit_code(cache: StopCache, thread_key,
                         newest_frame: Callable[[], Frame]) -> bool:
     """Whether a frame of a thread's stack (the debugger's own walk, from
-    ``newest_frame()``) runs JIT code or was unwound by us, or the walk ended on an
-    error (its last frame then says why), once per thread (``thread_key``) and stop."""
+    ``newest_frame()``) was unwound by us or runs JIT code we name (not the debugger:
+    a JIT reader's code, and JIT code our unwinder left to it, print as the debugger
+    prints them), once per thread (``thread_key``) and stop.  A walk that ended on an
+    error needs nothing: GDB's own ``bt`` says why ("Backtrace stopped: ..."), which a
+    frame filter would take away."""
     memo = cache.regions().memo
     key = ("thread-runs-jit-code", thread_key)
     if key not in memo:
@@ -67,17 +71,26 @@ def _walk_finds_jit_code(cache: StopCache, newest_frame: Callable[[], Frame]) ->
                 pc = frame.pc()
             except DebuggerError:  # "PC not available": no code to ask about
                 pc = None
-            if pc is not None and (pc in unwound or regions.jit_region_at(
-                    pc if innermost else pc - 1) is not None):
+            if pc is not None and (pc in unwound or _names_jit_code(
+                    cache, regions, pc if innermost else pc - 1)):
                 return True
             older = frame.older()
             if older is None:
-                return bool(frame.stop_reason())
+                return False
             frame = older
             innermost = False
-    except DebuggerError:  # the debugger could not unwind further: say why
-        return True
+    except DebuggerError:  # the debugger could not unwind further: it says why
+        return False
     return True  # too deep to check: decorate
+
+
+def _names_jit_code(cache: StopCache, regions: RegionMap, lookup: int) -> bool:
+    """JIT code at ``lookup`` that the debugger does not name itself, where a frame our
+    unwinder left to the debugger takes our name: a region's symbol, or ``[jit ...]``
+    unless our unwinder declined it (its frame then is the debugger's own)."""
+    if regions.jit_region_at(lookup) is None or cache.process.names_code(lookup):
+        return False
+    return cache.named_regions().symbol_at(lookup) is not None
 
 
 def walk_kept_inputs(steps: Sequence, count: int) -> bool:

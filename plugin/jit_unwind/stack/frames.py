@@ -55,8 +55,9 @@ def _classify(frame: Frame, cache: StopCache) -> NativeFrame:
 
 def jit_label(frame: Frame, pc: int, cache: StopCache) -> Optional[NativeFrame]:
     """For ``bt``: the frame's JIT name and marks, or None when it is no JIT code, no
-    guess, and no code without CFI we unwound (the debugger names it).  ``name`` is None
-    when no region names it (the debugger's name is kept)."""
+    guess, and no code without CFI we unwound, or JIT code the debugger names itself
+    (a JIT reader's) and unwound itself: the debugger names it.  ``name`` is None when
+    no region names it or the debugger does (the debugger's name is kept)."""
     innermost = frame.level == 0
     guess = is_guess(frame, pc, cache)
     if cache.regions().jit_region_at(pc if innermost else pc - 1) is None and not guess:
@@ -68,8 +69,12 @@ def jit_label(frame: Frame, pc: int, cache: StopCache) -> Optional[NativeFrame]:
         return NativeFrame(frame.level, OTHER, pc=pc, name=nocfi_name(frame, pc, cache),
                            stop_reason=unwound.stop_reason, method=unwound.method)
     unwound = unwound_by_us(frame, pc, cache)
-    return NativeFrame(frame.level, JIT, pc=pc, guess=guess,
-                       name=jit_frame_name(cache.named_regions(), pc, innermost),
+    name = None
+    if not cache.process.names_code(pc if innermost else pc - 1):
+        name = jit_frame_name(cache.named_regions(), pc, innermost)
+    elif unwound is None and not guess:
+        return None  # the debugger's own JIT code (its JIT reader's): its name, its frame
+    return NativeFrame(frame.level, JIT, pc=pc, guess=guess, name=name,
                        stop_reason=unwound.stop_reason if unwound else "",
                        method=unwound.method if unwound else "")
 

@@ -87,11 +87,15 @@ def unwind_nocfi_code(pc: int, sp: int, memory: Memory, regions: RegionMap,
 def leaves_to_debugger(cache: StopCache, code: Region, lookup: int) -> bool:
     """Whether the debugger's own rules stand for a frame in ``code`` (this stop's
     ``regions().code_at(lookup)``): JIT code it has registered rules for (its JIT
-    interface) that is no trace.  Asked before the adapter reads anything more."""
+    interface), or names itself (a runtime's JIT reader gives GDB the code's functions
+    and their unwinder), that is no trace.  Asked before the adapter reads anything
+    more."""
     if code.source == NOCFI:
         return False
     regions = cache.named_regions()
-    return regions.is_registered(lookup) and not regions.is_trace(lookup)
+    if not regions.is_registered(lookup) and not cache.process.names_code(lookup):
+        return False
+    return not regions.is_trace(lookup)
 
 
 def unwind_code(cache: StopCache, code: Region, pc: int, sp: int,
@@ -119,6 +123,11 @@ def unwind_code(cache: StopCache, code: Region, pc: int, sp: int,
         result = unwind_jit_code(pc, sp, process.memory, regions, read_register,
                                  innermost, process.function_start,
                                  regions.is_registered(lookup), stale_frames, arch)
+        if result is not None and result.ends_walk and process.memory.try_read_u64(sp) is None:
+            # No strategy found the caller and the stack at sp cannot be read: the
+            # debugger's own rules fail the same way and say so in their own words
+            # (GDB: "Cannot access memory at address SP"), its frame as plain GDB has it.
+            return None
     if result is not None:
         cache.record(pc, sp, result)
     return result
