@@ -10,7 +10,7 @@ from ..wrapper_env import announced, kept_out_message, wrapper_variables
 from .commands import register_commands
 from .frame_filter import JitFrameFilter
 from .settings import register_settings
-from .state import connect_events
+from .state import STATE, connect_events
 from . import symfile
 from .unwinder import JitUnwinder
 
@@ -32,6 +32,8 @@ def install() -> None:
     _keep_wrapper_environment_out()
     _installed = True
     symfile.refresh()  # a core or process GDB already had when the plugin was loaded
+    if STATE.has_jit:
+        symfile.connect_stops()
 
 
 def _keep_wrapper_environment_out() -> None:

@@ -4,6 +4,7 @@ import gdb
 
 from ..stop.cache import StopCache
 from .debugger import PROCESS
+from .interrupt import on_every_event
 
 
 # The walk's modules (strategies, frame labels) are imported by the first frame that
@@ -33,7 +34,7 @@ def connect_events() -> None:
     # and the map GDB's own stop handling built stays good for the first bt.
     # On "cont" the native code's places are kept for the next stop's first frames
     # (StopCache.known_native); a freed object file (GDB 15+) forgets them.
-    gdb.events.cont.connect(STATE.resumed)
+    gdb.events.cont.connect(on_every_event(STATE.resumed))  # Ctrl-C stays GDB's
     clear_objfiles = getattr(gdb.events, "clear_objfiles", None)
     if clear_objfiles is not None:
         clear_objfiles.connect(_on_clear_objfiles)

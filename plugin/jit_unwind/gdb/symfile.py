@@ -16,6 +16,7 @@ import gdb
 from ..commands import settings
 from ..regions.corefile import last_library_without_vdso
 from ..symfile import SymbolFiles
+from .interrupt import on_every_event, passes_interrupt
 from .log import debug_log
 from .state import OWN_FILES, STATE
 
@@ -99,13 +100,31 @@ def _last_of_core(filename: str) -> bool:
     return bool(last) and os.path.basename(last) == os.path.basename(filename)
 
 
+# Whether the stop and prompt listeners are connected (connect_stops).
+STOPS_CONNECTED = [False]
+
+
 def connect() -> None:
-    gdb.events.stop.connect(refresh)
-    gdb.events.new_objfile.connect(_on_new_objfile)
-    before_prompt = getattr(gdb.events, "before_prompt", None)
-    if before_prompt is not None:
-        before_prompt.connect(refresh)
-    gdb.events.exited.connect(unload)
+    # Ctrl-C while a handler runs is GDB's (interrupt.py): GDB would drop it.
+    gdb.events.new_objfile.connect(passes_interrupt(_on_new_objfile))
+    gdb.events.exited.connect(passes_interrupt(unload))
     gdb_exiting = getattr(gdb.events, "gdb_exiting", None)
     if gdb_exiting is not None:
-        gdb_exiting.connect(exiting)
+        gdb_exiting.connect(passes_interrupt(exiting))
+
+
+def connect_stops() -> None:
+    """Refresh at every stop and prompt from now on: called once the session meets JIT
+    code (the unwinder, at the stop's first frame) or the plugin loads with a process.
+    Not before: GDB 13 moves a Ctrl-C it holds into Python whenever a stop listener
+    runs, Python raises it as the listener starts (before any handler of ours), and GDB
+    prints and drops it, so a program without JIT code could not be interrupted in a
+    breakpoint's commands (gdb.base/bp-cmds-continue-ctrl-c.exp)."""
+    if STOPS_CONNECTED[0]:
+        return
+    STOPS_CONNECTED[0] = True
+    on_stop = on_every_event(refresh)
+    gdb.events.stop.connect(on_stop)
+    before_prompt = getattr(gdb.events, "before_prompt", None)
+    if before_prompt is not None:
+        before_prompt.connect(on_stop)
