@@ -16,7 +16,7 @@ DEMO_APT_PACKAGES := gdb gcc libc6-dev make python3-tabulate
 FIXTURE_CFLAGS := -O0 -g -fno-omit-frame-pointer -Wall -Wextra
 PYTEST_ARGS ?=
 
-.PHONY: demo demo-deps test lint test-cpython-gdb fuzz apt-deps venv fixtures cpython-fixtures \
+.PHONY: demo demo-deps test lint test-cpython-gdb test-gdb-suite fuzz apt-deps venv fixtures cpython-fixtures \
         clean aarch64-fixtures container-fixtures
 
 DEMO_GDB := gdb -q -nx -batch -iex 'set debuginfod enabled off' -iex 'set pagination off'
@@ -49,6 +49,16 @@ CPYTHON_GDB_DEBUGGERS ?= /usr/bin/gdb $(VENV)/bin/gdb
 test-cpython-gdb: apt-deps venv fixtures
 	status=0; for gdb in $(CPYTHON_GDB_DEBUGGERS); do \
 	    tests/cpython_gdb/run.sh $$gdb || status=1; done; exit $$status
+
+# GDB 13.1's own testsuite (tests/gdb_testsuite/run.sh) plain and with the plugin sourced
+# into every GDB; prints every result that differs, fails on a worse one.  GDB_SUITE=ci:
+# the stack-touching part of ci.list; GDB_SUITE=all: gdb.base and gdb.python (an hour).
+# dejagnu runs it, valgrind's gdbserver serves the valgrind tests.
+GDB_SUITE ?= ci
+GDB_SUITE_APT_PACKAGES := dejagnu valgrind curl xz-utils
+test-gdb-suite: apt-deps venv
+	$(call apt_install,$(GDB_SUITE_APT_PACKAGES))
+	RUN_NAME=$(GDB_SUITE) tests/gdb_testsuite/run.sh $(if $(filter all,$(GDB_SUITE)),--all)
 
 # The core-level fuzz run (docs/robustness.md): FUZZ_SEED, FUZZ_COUNT, FUZZ_SUBJECTS
 # (comma-separated, see tests/fuzz/cores.py), FUZZ_CORES (keep the recorded cores there),
