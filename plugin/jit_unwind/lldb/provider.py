@@ -27,6 +27,7 @@ from ..stack.walk_frames import (BY_PC, INPUT, NAMED, PASSTHROUGH, provider_walk
                                  shown_frames)
 from .debugger import build_frames, return_address_frames, symbolised_alike, walk_thread
 from .reprints import note_answer
+from .stops import unseen_stop
 from .settings import debug_log, setting, show_method
 from .state import cache_for
 from .symfile import in_symbol_file
@@ -132,9 +133,11 @@ class JitFrameProvider(ScriptedFrameProvider):
 
     def _answer(self, index):
         if self._frames is None:
-            self._frames = self._build()
-        if self._frames is False:  # no JIT code, no Python: LLDB's own frames
-            if self._input_count is None:  # SBFrameList.GetSize costs ~30 µs a call
+            self._frames = False if unseen_stop(self.thread) else self._build()
+        if self._frames is False:  # LLDB's own frames
+            if index == 0:  # a stopped thread has a frame 0: no need to count them
+                return 0
+            if self._input_count is None:  # SBFrameList.GetSize unwinds the whole stack
                 self._input_count = self.input_frames.GetSize()
             return index if index < self._input_count else None
         if index >= len(self._frames):
