@@ -9,7 +9,8 @@ BUILD := build
 PYTHON311 ?= $(shell command -v python3.11 || echo /usr/bin/python3)
 APT_PACKAGES := gdb gcc make python3 python3-venv python3-pyelftools python3-tabulate \
                 lldb-19 python3-lldb-19 gjs ruby luajit openjdk-17-jdk-headless nodejs \
-                qemu-user gdb-multiarch gcc-aarch64-linux-gnu libc6-arm64-cross g++ libc6-dbg
+                qemu-user gdb-multiarch gcc-aarch64-linux-gnu libc6-arm64-cross g++ libc6-dbg \
+                valgrind
 # What `make demo` runs: Debian's GDB (13, with its own Python), gcc for the toy JIT, and
 # tabulate for `info jit-regions`' table (the plugin needs no pyelftools for the demo).
 DEMO_APT_PACKAGES := gdb gcc libc6-dev make python3-tabulate

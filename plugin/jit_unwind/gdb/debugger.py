@@ -47,6 +47,17 @@ def gdb_stop_reason(frame) -> str:
     return text
 
 
+def _inside_command() -> bool:
+    """GDB is inside a command that runs the selected thread (next, finish, until, a
+    breakpoint's condition): a stop it handles itself, the thread still running to the
+    user."""
+    try:
+        thread = gdb.selected_thread()
+        return thread is not None and thread.is_running()
+    except (gdb.error, RuntimeError):
+        return False
+
+
 def source_path(symtab) -> str:
     """The path shown for ``symtab`` (the core's ``shown_source_path``)."""
     try:
@@ -195,6 +206,8 @@ class GdbProcess(Process):
     def __init__(self):
         self.memory = GdbMemory()
         self.own_files = OwnObjectFiles()  # the symbol file we add (gdb/symfile.py)
+        # (key(), whether "info proc mappings" listed them): see debugger_mappings.
+        self._listing: Optional[tuple] = None
 
     @property
     def arch(self):
@@ -245,12 +258,27 @@ class GdbProcess(Process):
         return match.group(1) if match else None
 
     def debugger_mappings(self) -> List[Mapping]:
+        """GDB's "info proc mappings" (a remote target's), asked again only while it
+        answers: when a command fails inside gdb.execute, GDB 13 hands the prompt back
+        (python.c re-enables stdin), and in the middle of a ``next`` (a stop GDB handles
+        itself, e.g. valgrind's gdbserver, whose fake pid GDB's command refuses) the
+        step went on with the prompt shown and the next command refused."""
         from ..regions.procmaps import parse_info_proc_mappings
+        key = self.key()
+        listing = self._listing
+        if listing is not None and listing[0] == key and not listing[1]:
+            return []  # it failed for this process: it would again
+        if listing is None or listing[0] != key:
+            if _inside_command():
+                return []  # not known to answer: asked first at a stop the user sees
         try:
-            return parse_info_proc_mappings(gdb.execute("info proc mappings",
-                                                        to_string=True))
+            mappings = parse_info_proc_mappings(gdb.execute("info proc mappings",
+                                                            to_string=True))
         except gdb.error:
+            self._listing = (key, False)
             return []
+        self._listing = (key, True)
+        return mappings
 
     def module_paths(self) -> List[str]:
         return [objfile.filename or "" for objfile in gdb.objfiles()]
