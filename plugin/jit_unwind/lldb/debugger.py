@@ -120,7 +120,16 @@ class InputFrame(Frame):
 def walk_thread(cache: StopCache, sbframes, past_native_end: bool = False) -> List[Step]:
     """The walk of a thread whose LLDB frames are ``sbframes``, innermost first."""
     inputs = [InputFrame(level, sbframe) for level, sbframe in enumerate(sbframes)]
-    return ThreadWalk(cache, inputs, past_native_end=past_native_end, log=debug_log).run()
+    target = cache.process.target
+    return ThreadWalk(cache, inputs, past_native_end=past_native_end, log=debug_log,
+                      inlined_at=lambda address: _inlined_at(target, address)).run()
+
+
+def _inlined_at(target: "lldb.SBTarget", address: int) -> bool:
+    """Code at ``address`` is an inlined function's (LLDB reads tail calls only from a
+    function's own call sites: stack/tail_calls.py)."""
+    block = _address(target, address).GetBlock()
+    return block.IsValid() and block.GetContainingInlinedBlock().IsValid()
 
 
 class LldbFrame(Frame):

@@ -82,11 +82,12 @@ class CallerFrame(ScriptedFrame):
     It defines each method itself, as NamedFrame does: made a subclass of NamedFrame, or
     both of a common base, LLDB 23.1 dropped these frames and every frame after them."""
 
-    def __init__(self, thread, frame_id: int, pc: int, context):
+    def __init__(self, thread, frame_id: int, pc: int, context, artificial: bool = False):
         super().__init__(thread, None)
         self.id = frame_id
         self.pc = pc
         self.context = context
+        self.artificial = artificial  # a tail-calling function's (stack/tail_calls.py)
 
     def get_id(self):
         return self.id
@@ -110,7 +111,7 @@ class CallerFrame(ScriptedFrame):
         return block.IsValid() and bool(block.GetInlinedName())
 
     def is_artificial(self):
-        return False
+        return self.artificial
 
     def get_register_context(self):
         return None
@@ -194,10 +195,11 @@ class JitFrameProvider(ScriptedFrameProvider):
                 else:  # a native caller: its frames as LLDB lists its own callers
                     if item.pc not in contexts:
                         contexts[item.pc] = None if symbolised_alike(target, item.pc) \
+                            and not step.artificial \
                             else return_address_frames(target, item.pc)
                     if contexts[item.pc] is None:  # a dictionary costs LLDB less
                         result.append({"idx": len(result), "pc": item.pc})
                     for context in contexts[item.pc] or ():
                         result.append(CallerFrame(self.thread, len(result), item.pc,
-                                                  context))
+                                                  context, step.artificial))
         return result

@@ -26,8 +26,10 @@ from ..records import field, record
 from ..stop.cache import READ_ERRORS, StopCache
 from ..unwind.context import follows_call
 from ..unwind.native_step import native_caller
+from .tail_calls import TailCalls
 
 Registers = Dict[str, int]
+MAX_TAIL_FRAMES = 8
 
 
 @record
@@ -47,6 +49,7 @@ class Step:
     note: str = ""
     unreadable: bool = False  # JIT code the core file lacks
     position: Optional[int] = None
+    artificial: bool = False  # a function that tail-called the frame before (tail_calls)
 
 
 def walk_registers(arch: Architecture) -> Tuple[str, ...]:
@@ -79,11 +82,14 @@ def _no_log(_message) -> None:
 
 class ThreadWalk:
     def __init__(self, cache: StopCache, input_frames: Sequence[Frame],
-                 past_native_end: bool = False, log: Callable = _no_log):
+                 past_native_end: bool = False, log: Callable = _no_log,
+                 inlined_at: Optional[Callable[[int], bool]] = None):
         """``input_frames``: the debugger's frames of the thread, innermost first.
         ``past_native_end``: also go on after the debugger's last frame when its caller
         is native code (LLDB 19 gives up on some callers of frames it unwound).  ``log``
-        takes a debug message (or a callable making one)."""
+        takes a debug message (or a callable making one).  ``inlined_at(address)``:
+        whether code there is an inlined function's (without it: no tail-call
+        frames)."""
         self.past_native_end = past_native_end
         self.cache = cache
         self.process = cache.process
@@ -94,6 +100,8 @@ class ThreadWalk:
         self.count = len(input_frames)
         self.log = log
         self._by_pc_sp: Optional[Dict[Tuple[Optional[int], Optional[int]], int]] = None
+        self.tail_calls = TailCalls(self.memory.try_read, self.process.symbol_at,
+                                    inlined_at) if inlined_at is not None else None
         self.out: List[Step] = []
 
     @property
@@ -216,7 +224,11 @@ class ThreadWalk:
             match = self.by_pc_sp.get((pc, sp))
             if match is not None and match >= next_input and not innermost:
                 if not self.is_jit(pc, False) and not self.in_unknown_copy(pc - 1):
-                    return match  # the debugger's frame: its registers are its own
+                    # the debugger's frame: its registers are its own; with the
+                    # artificial (tail-call) frames it lists before it
+                    while match > next_input and self.inputs[match - 1].is_artificial():
+                        match -= 1
+                    return match
             jit = self.is_jit(pc, innermost)
             if not jit:
                 rejoin = self.rejoin_main(pc, next_input)
@@ -233,10 +245,27 @@ class ThreadWalk:
                     self.stop(pc, sp, self.reason(caller, pc))
                 return None
             registers = caller.registers
+            callee = pc if innermost else pc - 1
             pc, sp = registers[arch.pc], registers[arch.sp]
             innermost = False
+            if not jit and arch.return_address_pushed:
+                self.add_tail_calls(callee, pc, sp, registers)
         self.out.append(Step(note=f"more than {MAX_FRAMES} frames"))
         return None
+
+    def add_tail_calls(self, callee: int, pc: int, sp: int, registers: Registers) -> None:
+        """The frames of the functions that tail-called the native frame running
+        ``callee`` since its caller at return address ``pc`` called (LLDB's
+        artificial frames), unless the debugger's own frames take over at the caller."""
+        match = self.by_pc_sp.get((pc, sp))
+        if self.tail_calls is None or match is not None and not self.is_jit(pc, False):
+            return
+        callee_start = self.function_start(callee)
+        if callee_start is None or len(self.out) >= MAX_FRAMES - MAX_TAIL_FRAMES:
+            return
+        for after in self.tail_calls.between(pc, callee_start):
+            self.out.append(Step(pc=after, sp=sp, registers=dict(registers),
+                                 artificial=True))
 
     def log_jit_frame(self, pc: int, sp: int, caller: Caller) -> None:
         level = len(self.out) - 1
