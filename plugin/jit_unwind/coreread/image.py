@@ -68,7 +68,30 @@ def _contents(path: str):
             return handle.read()
 
 
-class CoreImage:
+class AddressIndex:
+    """The memory segments and mapped files of a process's image, each sorted by start
+    (``segments``, ``files``, their starts in ``_starts`` and ``_file_starts``), looked
+    up by address: a core's and a minidump's."""
+
+    segments: List[Segment]
+    files: List[FileMapping]
+    _starts: List[int]
+    _file_starts: List[int]
+
+    def segment_at(self, address: int) -> Optional[Segment]:
+        index = bisect.bisect_right(self._starts, address) - 1
+        if index >= 0 and address < self.segments[index].end:
+            return self.segments[index]
+        return None
+
+    def file_at(self, address: int) -> Optional[FileMapping]:
+        index = bisect.bisect_right(self._file_starts, address) - 1
+        if index >= 0 and address < self.files[index].end:
+            return self.files[index]
+        return None
+
+
+class CoreImage(AddressIndex):
     """A core file's segments, mapped files and threads.  Raises OSError when it cannot
     be read and ValueError when it is no 64-bit little-endian ELF file."""
 
@@ -126,18 +149,6 @@ class CoreImage:
             return None
         at = segment.offset + address - segment.start
         return bytes(self.data[at:at + min(size, segment.end - address)])
-
-    def segment_at(self, address: int) -> Optional[Segment]:
-        index = bisect.bisect_right(self._starts, address) - 1
-        if index >= 0 and address < self.segments[index].end:
-            return self.segments[index]
-        return None
-
-    def file_at(self, address: int) -> Optional[FileMapping]:
-        index = bisect.bisect_right(self._file_starts, address) - 1
-        if index >= 0 and address < self.files[index].end:
-            return self.files[index]
-        return None
 
     def stack_segment(self, thread: int = 0) -> Optional[Segment]:
         registers = self.threads[thread].registers

@@ -6,7 +6,7 @@ import bisect
 import os
 from typing import List, Optional
 
-from ..coreread.image import (REGISTER_LAYOUTS, USER_REGS, FileMapping, Segment,
+from ..coreread.image import (REGISTER_LAYOUTS, USER_REGS, AddressIndex, FileMapping, Segment,
                               ThreadRegisters, _contents)
 from ..model import Mapping
 from ..regions.corefile import auxv_pairs
@@ -31,7 +31,7 @@ def _without_overlaps(ranges: List[Segment]) -> List[Segment]:
     return kept
 
 
-class MinidumpImage:
+class MinidumpImage(AddressIndex):
     """Raises OSError when the file cannot be read, ValueError when it is no minidump
     of a processor we read (x86-64, aarch64)."""
 
@@ -95,18 +95,6 @@ class MinidumpImage:
             if os.path.exists(rooted):
                 return rooted
         return path
-
-    def segment_at(self, address: int) -> Optional[Segment]:
-        index = bisect.bisect_right(self._starts, address) - 1
-        if index >= 0 and address < self.segments[index].end:
-            return self.segments[index]
-        return None
-
-    def file_at(self, address: int) -> Optional[FileMapping]:
-        index = bisect.bisect_right(self._file_starts, address) - 1
-        if index >= 0 and address < self.files[index].end:
-            return self.files[index]
-        return None
 
     def _holds_any(self, start: int, end: int) -> bool:
         index = bisect.bisect_right(self._starts, end - 1) - 1
