@@ -16,6 +16,8 @@ import lldb
 # Process unique id -> (thread id, stop id) of its last ignored hit.
 _last_ignored: Dict[int, Tuple[int, int]] = {}
 PR_GET_NAME = 16
+# LLDB numbers its internal breakpoints from -1 down: the SB API gives them as unsigned.
+INTERNAL_IDS = 1 << 63
 _LIBC = ctypes.PyDLL(None)  # PyDLL: the call keeps the GIL
 # Native thread id -> whether it is LLDB's private state thread.
 _private_state: Dict[int, bool] = {}
@@ -51,9 +53,15 @@ def _ignored_hit(thread: "lldb.SBThread", target: "lldb.SBTarget") -> bool:
     if count < 2:
         return False
     for index in range(0, count - 1, 2):
-        breakpoint = target.FindBreakpointByID(thread.GetStopReasonDataAtIndex(index))
+        breakpoint_id = thread.GetStopReasonDataAtIndex(index)
+        if breakpoint_id >= INTERNAL_IDS:
+            # LLDB's own (a step's, a function call's): never looked up, as LLDB may
+            # hold the breakpoint list while it waits for this stop (a call of an
+            # indirect function's resolver as it places a breakpoint on it).
+            return False
+        breakpoint = target.FindBreakpointByID(breakpoint_id)
         if not breakpoint.IsValid():
-            return False  # an internal breakpoint (a step's): its plan decides
+            return False
         if breakpoint.GetIgnoreCount() > 0:
             continue
         location = breakpoint.FindLocationByID(thread.GetStopReasonDataAtIndex(index + 1))
