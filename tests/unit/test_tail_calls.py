@@ -6,6 +6,14 @@ from jit_unwind.stack.tail_calls import TailCalls
 CALLER, WRAPPER, CALLEE = 0x1000, 0x2000, 0x3000
 
 
+def KNOWN(_address):  # a call site the wrapper's debug information describes
+    return True
+
+
+def INLINED(_address):  # inlined code's, or a function without DWARF: no call site
+    return False
+
+
 def rel32(after, target):
     return (target - after).to_bytes(4, "little", signed=True)
 
@@ -30,15 +38,15 @@ def memory(wrapper_code):
 
 def test_a_wrapper_tail_calling_the_callee_is_a_frame():
     read, symbol_at = memory(b"\x5b" + b"\xe9" + rel32(WRAPPER + 6, CALLEE) + b"\x90")
-    found = TailCalls(read, symbol_at, lambda _a: False).between(CALLER + 16, CALLEE)
+    found = TailCalls(read, symbol_at, KNOWN).between(CALLER + 16, CALLEE)
     assert found == [WRAPPER + 6]
 
 
-def test_no_frame_for_a_direct_call_inlined_code_or_two_paths():
+def test_no_frame_for_a_direct_call_no_call_site_or_two_paths():
     read, symbol_at = memory(b"\xc3")
-    assert TailCalls(read, symbol_at, lambda _a: False).between(CALLER + 16, WRAPPER) == []
+    assert TailCalls(read, symbol_at, KNOWN).between(CALLER + 16, WRAPPER) == []
     jump = b"\xe9" + rel32(WRAPPER + 5, CALLEE)
     read, symbol_at = memory(jump + b"\x90")
-    assert TailCalls(read, symbol_at, lambda _a: True).between(CALLER + 16, CALLEE) == []
+    assert TailCalls(read, symbol_at, INLINED).between(CALLER + 16, CALLEE) == []
     read, symbol_at = memory(jump + b"\xe9" + rel32(WRAPPER + 10, CALLEE))
-    assert TailCalls(read, symbol_at, lambda _a: False).between(CALLER + 16, CALLEE) == []
+    assert TailCalls(read, symbol_at, KNOWN).between(CALLER + 16, CALLEE) == []

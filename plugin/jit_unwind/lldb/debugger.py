@@ -122,14 +122,18 @@ def walk_thread(cache: StopCache, sbframes, past_native_end: bool = False) -> Li
     inputs = [InputFrame(level, sbframe) for level, sbframe in enumerate(sbframes)]
     target = cache.process.target
     return ThreadWalk(cache, inputs, past_native_end=past_native_end, log=debug_log,
-                      inlined_at=lambda address: _inlined_at(target, address)).run()
+                      call_site_at=lambda address: _call_site_at(target, address)).run()
 
 
-def _inlined_at(target: "lldb.SBTarget", address: int) -> bool:
-    """Code at ``address`` is an inlined function's (LLDB reads tail calls only from a
-    function's own call sites: stack/tail_calls.py)."""
-    block = _address(target, address).GetBlock()
-    return block.IsValid() and block.GetContainingInlinedBlock().IsValid()
+def _call_site_at(target: "lldb.SBTarget", address: int) -> bool:
+    """Code at ``address`` is a function's own, one with debug information: LLDB reads
+    tail calls only from such a function's call sites (stack/tail_calls.py), never
+    from inlined code's or from a function without DWARF."""
+    resolved = _address(target, address)
+    if not resolved.GetFunction().IsValid():
+        return False
+    block = resolved.GetBlock()
+    return not (block.IsValid() and block.GetContainingInlinedBlock().IsValid())
 
 
 class LldbFrame(Frame):

@@ -6,7 +6,8 @@ other than the callee's; that function (or one it jumps to) ends in a ``jmp`` to
 callee.  Only a unique path counts (LLDB gives up on two), and each frame is at the
 address after its ``jmp``, where LLDB puts an artificial frame.  A ``jmp`` in code
 inlined into the function is not one: LLDB reads only the call sites of the function
-itself (CPython 3.13's ``_PyEval_Vector`` ends in one, which LLDB does not show).
+itself (CPython 3.13's ``_PyEval_Vector`` ends in one, which LLDB does not show); nor
+is one in a function without DWARF (a stripped library's): LLDB has no call site there.
 """
 
 from typing import Callable, List, Optional
@@ -27,12 +28,14 @@ def _target(after: int, displacement: bytes) -> int:
 class TailCalls:
     def __init__(self, read: Callable[[int, int], Optional[bytes]],
                  symbol_at: Callable[[int], Optional[Symbol]],
-                 inlined_at: Callable[[int], bool]):
+                 call_site_at: Callable[[int], bool]):
         """``read(address, size)``: memory or None; ``symbol_at``: the symbol holding
-        an address; ``inlined_at``: whether an address is in an inlined function."""
+        an address; ``call_site_at``: whether debug information describes a call site
+        of the function's own there (not inlined code's, not a function without
+        DWARF): LLDB makes artificial frames from those alone."""
         self.read = read
         self.symbol_at = symbol_at
-        self.inlined_at = inlined_at
+        self.call_site_at = call_site_at
 
     def between(self, return_address: int, callee_start: int) -> List[int]:
         """The return addresses of the tail-calling frames between a caller returning to
@@ -74,9 +77,10 @@ class TailCalls:
 
     def _tail_call(self, start: int, size: int, destination: int, after: int) -> bool:
         """A ``jmp`` ending at ``after`` (to ``destination``) that LLDB would take as
-        the function's own tail call: to another function's start, not inlined code's."""
+        the function's own tail call: to another function's start, at a call site its
+        debug information describes."""
         return (not start <= destination < start + size and self._starts(destination)
-                and not self.inlined_at(after - 1))
+                and self.call_site_at(after - 1))
 
     def _function_body(self, start: int) -> Optional[bytes]:
         symbol = self.symbol_at(start)

@@ -83,13 +83,13 @@ def _no_log(_message) -> None:
 class ThreadWalk:
     def __init__(self, cache: StopCache, input_frames: Sequence[Frame],
                  past_native_end: bool = False, log: Callable = _no_log,
-                 inlined_at: Optional[Callable[[int], bool]] = None):
+                 call_site_at: Optional[Callable[[int], bool]] = None):
         """``input_frames``: the debugger's frames of the thread, innermost first.
         ``past_native_end``: also go on after the debugger's last frame when its caller
         is native code (LLDB 19 gives up on some callers of frames it unwound).  ``log``
-        takes a debug message (or a callable making one).  ``inlined_at(address)``:
-        whether code there is an inlined function's (without it: no tail-call
-        frames)."""
+        takes a debug message (or a callable making one).  ``call_site_at(address)``:
+        whether debug information describes a call site of the function's own there
+        (stack/tail_calls.py; without it: no tail-call frames)."""
         self.past_native_end = past_native_end
         self.cache = cache
         self.process = cache.process
@@ -101,7 +101,7 @@ class ThreadWalk:
         self.log = log
         self._by_pc_sp: Optional[Dict[Tuple[Optional[int], Optional[int]], int]] = None
         self.tail_calls = TailCalls(self.memory.try_read, self.process.symbol_at,
-                                    inlined_at) if inlined_at is not None else None
+                                    call_site_at) if call_site_at is not None else None
         self.out: List[Step] = []
 
     @property
