@@ -41,20 +41,23 @@ def test_jit_frames_found_after_steps_and_a_continue(gdb):
     assert names[-1] == "main", output
 
 
-# What the first bt through JIT code imports (gdb/state.py): at the stop instead.
+# What the first frame in JIT code imports (gdb/unwinder.py), never the stop.
 WALK_IMPORTED = ('python import sys; print("walk imported:", '
                  '"jit_unwind.unwind.native_step" in sys.modules, '
                  '"jit_unwind.stack.bt_walk" in sys.modules, '
                  '"jit_unwind.unwind.cfi" in sys.modules)')
 
 
-def test_a_stop_in_a_jit_process_prepares_the_walk_and_a_plain_one_does_not(gdb):
-    """The stop that first finds JIT code imports the walk's modules (its first bt then
-    has none to import); a program without JIT code stops and unwinds without them."""
-    jit = run_gdb(gdb, ["run", WALK_IMPORTED, "bt"],
+def test_the_first_jit_frame_imports_the_walk_and_a_plain_program_never_does(gdb):
+    """A stop in a JIT process imports none of the walk's modules (GDB shows frame 0,
+    native code); the first frame that runs JIT code does; a program without JIT code
+    stops and unwinds without them."""
+    jit = run_gdb(gdb, ["run", WALK_IMPORTED, "bt", WALK_IMPORTED],
                   [fixture_binary("toyjit"), "fp", "2", "sigtrap"])
-    assert "walk imported: True True True" in jit, jit
-    lines = _bt_lines(jit)
+    at_stop, _, after_bt = jit.partition("walk imported: False False False")
+    # unwind/cfi only when a frame needs a file's CFI or a stack scan (not here).
+    assert at_stop and "walk imported: True True " in after_bt, jit
+    lines = _bt_lines(after_bt)
     assert sum("[jit 0x" in line for line in lines) == 3 and "main" in lines[-1], jit
     plain = run_gdb(gdb, ["run", "bt", WALK_IMPORTED], [fixture_binary("deepstack"), "5"])
     assert "walk imported: False False False" in plain, plain
