@@ -38,7 +38,7 @@ from typing import Dict, List
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bt_overhead import (GDB_FLAGS, PLUGIN, REPO, SESSION_TIMEOUT, compile_plugin,
-                         gdb_environment, markdown_table)
+                         gdb_environment, gdb_version, markdown_table)
 
 GOAL = 1.20
 MARK = "@@cpu"
@@ -158,30 +158,25 @@ def _pairs(runs, key: str, a: str, b: str) -> List[float]:
 def report(gdb: str, runs) -> List[List[str]]:
     med = {name: {k: statistics.median(r[k] for r in runs[name]) for k in runs[name][0]}
            for name in runs}
+    version = gdb_version(gdb)
     rows = []
     for key in ("cpu", "wall"):
         whole = statistics.median(_pairs(runs, key, "plugin", "plain"))
         load = statistics.median(_pairs(runs, key, "plugin load", "plain load"))
         bt_plain = med["plain"][key] - med["plain load"][key]
         bt_plugin = med["plugin"][key] - med["plugin load"][key]
-        rows.append([_version(gdb), f"whole run {key}", _figures([r[key] for r in runs["plain"]]),
+        rows.append([version, f"whole run {key}", _figures([r[key] for r in runs["plain"]]),
                      _figures([r[key] for r in runs["plugin"]]), f"{whole:.3f}"])
-        rows.append([_version(gdb), f"load only {key}",
+        rows.append([version, f"load only {key}",
                      _figures([r[key] for r in runs["plain load"]]),
                      _figures([r[key] for r in runs["plugin load"]]), f"{load:.3f}"])
-        rows.append([_version(gdb), f"bt = run - load, {key}", f"{bt_plain * 1e3:.0f}",
+        rows.append([version, f"bt = run - load, {key}", f"{bt_plain * 1e3:.0f}",
                      f"{bt_plugin * 1e3:.0f}", f"{bt_plugin / bt_plain:.3f}"])
     inside = statistics.median(_pairs(runs, "inside", "plugin", "plain"))
-    rows.append([_version(gdb), "bt inside GDB, cpu",
+    rows.append([version, "bt inside GDB, cpu",
                  _figures([r["inside"] for r in runs["plain"]]),
                  _figures([r["inside"] for r in runs["plugin"]]), f"{inside:.3f}"])
     return rows
-
-
-def _version(gdb: str) -> str:
-    first = subprocess.run([gdb, "--version"], capture_output=True, text=True,
-                           env=gdb_environment()).stdout.splitlines()[0]
-    return first.split()[-1]
 
 
 def main() -> None:
@@ -204,7 +199,7 @@ def main() -> None:
             runs = measure(gdb, args.python, cores, args.rounds)
             rows += report(gdb, runs)
             plain, plugin = runs["plain"][0], runs["plugin"][0]
-            shapes.append([_version(gdb), str(plain["frames"]), str(plugin["frames"]),
+            shapes.append([gdb_version(gdb), str(plain["frames"]), str(plugin["frames"]),
                            str(plugin["traces"]), str(plugin["python"]),
                            f"{plugin['frames'] / plain['frames']:.3f}"])
     print(f"nested JIT, depth {args.depth}: plain GDB on the JIT-off core against the "

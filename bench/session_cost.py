@@ -30,7 +30,8 @@ from typing import Dict, List
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bt_overhead import (GDB_FLAGS, PLUGIN, REPO, SESSION_TIMEOUT, build_fixture,
-                         compile_plugin, frame_shape, gdb_environment, markdown_table)
+                         compile_plugin, frame_shape, gdb_environment, gdb_version,
+                         markdown_table)
 
 GOAL = 1.05
 MARK = "@@cpu"  # a line "@@cpu PHASE SECONDS" printed by GDB's Python
@@ -87,12 +88,6 @@ def measure(gdb: str, depth: int, rounds: int) -> Dict[str, Dict[str, List[float
     return runs
 
 
-def _version(gdb: str) -> str:
-    first = subprocess.run([gdb, "--version"], capture_output=True, text=True,
-                           env=gdb_environment()).stdout.splitlines()[0]
-    return first.split()[-1]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gdb", action="append", help="a GDB (repeatable)")
@@ -105,15 +100,16 @@ def main() -> None:
     rows, phase_rows = [], []
     for gdb in gdbs:
         runs = measure(gdb, args.depth, args.rounds)
+        version = gdb_version(gdb)
         median = {mode: {k: statistics.median(v) for k, v in runs[mode].items()}
                   for mode in runs}
         cpu_ratio, wall_ratio = median["ratio"]["cpu"], median["ratio"]["wall"]
-        rows.append([_version(gdb), f"{median['plain']['cpu'] * 1e3:.0f}",
+        rows.append([version, f"{median['plain']['cpu'] * 1e3:.0f}",
                      f"{median['plugin']['cpu'] * 1e3:.0f}", f"{cpu_ratio:.3f}",
                      f"{median['plain']['wall'] * 1e3:.0f}",
                      f"{median['plugin']['wall'] * 1e3:.0f}", f"{wall_ratio:.3f}",
                      "yes" if cpu_ratio <= GOAL else "no"])
-        phase_rows.append([_version(gdb), *(
+        phase_rows.append([version, *(
             f"{median['plain'][p] * 1e3:.1f} / {median['plugin'][p] * 1e3:.1f}"
             for p in PHASES)])
     print(f"deepstack {args.depth} --jit-page, gdb -batch -ex run -ex bt, "
